@@ -9,6 +9,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/drums-dev/drums/internal/ready"
 	"github.com/drums-dev/drums/internal/testutil"
 )
 
@@ -93,7 +94,7 @@ func TestReconnect(t *testing.T) {
 	conn := d.Bus.Connect(t)
 	startBus := func() *testutil.Proc {
 		p := testutil.Start(t, d.Env(), launcher, "--launch-immediately", "--a11y=1")
-		if err := testutil.WaitName(testutil.WithTimeout(t), conn, a11yBusName); err != nil {
+		if err := ready.NameOwner(testutil.WithTimeout(t), conn, a11yBusName); err != nil {
 			t.Fatal(err)
 		}
 		return p

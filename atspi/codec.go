@@ -265,19 +265,12 @@ func (d *decoder) f64() float64 {
 	return math.Float64frombits(d.order.Uint64(d.b[d.off-8:]))
 }
 
-func (d *decoder) str() string {
-	n := int(d.u32())
-	if d.err != nil || d.off+n+1 > len(d.b) {
-		d.fail()
-		return ""
-	}
-	s := string(d.b[d.off : d.off+n])
-	d.off += n + 1
-	return s
-}
+func (d *decoder) str() string { return d.text(int(d.u32())) }
 
-func (d *decoder) sig() string {
-	n := int(d.byte())
+func (d *decoder) sig() string { return d.text(int(d.byte())) }
+
+// text reads the n bytes of a string or signature and the NUL after them.
+func (d *decoder) text(n int) string {
 	if d.err != nil || d.off+n+1 > len(d.b) {
 		d.fail()
 		return ""

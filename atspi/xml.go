@@ -72,7 +72,7 @@ func (e *element) write(b *strings.Builder, root bool) {
 		}
 		b.WriteString(a.local)
 		b.WriteString(`="`)
-		escapeAttr(b, a.value)
+		escape(b, a.value, true)
 		b.WriteByte('"')
 	}
 	if e.text == "" && len(e.children) == 0 {
@@ -80,7 +80,7 @@ func (e *element) write(b *strings.Builder, root bool) {
 		return
 	}
 	b.WriteByte('>')
-	escapeText(b, e.text)
+	escape(b, e.text, false)
 	for _, c := range e.children {
 		c.write(b, false)
 	}
@@ -89,43 +89,26 @@ func (e *element) write(b *strings.Builder, root bool) {
 	b.WriteByte('>')
 }
 
-// escapeAttr is libxml2's attribute escaping: markup characters and
-// quotes as entities, LF/CR/TAB as character references, the rest literal.
-func escapeAttr(b *strings.Builder, s string) {
+// escape is libxml2's escaping: markup characters as entities and CR as a
+// character reference; in an attribute value (attr) also quotes as an
+// entity and LF/TAB as character references, which text keeps literal.
+func escape(b *strings.Builder, s string, attr bool) {
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '&':
+		switch c := s[i]; {
+		case c == '&':
 			b.WriteString("&amp;")
-		case '<':
+		case c == '<':
 			b.WriteString("&lt;")
-		case '>':
+		case c == '>':
 			b.WriteString("&gt;")
-		case '"':
+		case c == '\r':
+			b.WriteString("&#13;")
+		case attr && c == '"':
 			b.WriteString("&quot;")
-		case '\n':
+		case attr && c == '\n':
 			b.WriteString("&#10;")
-		case '\r':
-			b.WriteString("&#13;")
-		case '\t':
+		case attr && c == '\t':
 			b.WriteString("&#9;")
-		default:
-			b.WriteByte(c)
-		}
-	}
-}
-
-// escapeText is libxml2's text escaping: LF, TAB and quotes stay literal.
-func escapeText(b *strings.Builder, s string) {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '&':
-			b.WriteString("&amp;")
-		case '<':
-			b.WriteString("&lt;")
-		case '>':
-			b.WriteString("&gt;")
-		case '\r':
-			b.WriteString("&#13;")
 		default:
 			b.WriteByte(c)
 		}

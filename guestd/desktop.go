@@ -10,6 +10,8 @@ import (
 	"unicode"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // handleOpenFile is POST /setup/open_file: xdg-open an existing path (or
@@ -17,19 +19,10 @@ import (
 // window whose line contains the name (or its stem) and activate it with
 // `wmctrl -i -a`; up to 1800 s.
 func (s *Server) handleOpenFile(c echo.Context) error {
-	data, err := s.jsonObject(c)
+	raw, target, err := s.setupPath(c)
 	if err != nil {
 		return err
 	}
-	rawPath := data["path"]
-	if !truthy(rawPath) {
-		return reply(ErrBadRequest, "Path not supplied!")
-	}
-	raw, ok := rawPath.(string)
-	if !ok {
-		return badInput("'path' must be a string, not %s", pyTypeName(rawPath))
-	}
-	target := pathlibStr(s.expandPath(raw))
 	var argv []string
 	var name, stem string
 	if exists(s.abs(target)) {
@@ -75,6 +68,20 @@ func (s *Server) handleOpenFile(c echo.Context) error {
 		}
 	}
 	return reply(nil, "Failed to find window for %s within %s seconds.", name, pySeconds(s.cfg.OpenFileTimeout))
+}
+
+// setupPath reads the path of an open_file or change_wallpaper request as
+// upstream does: required, then ~ expanded and printed as pathlib does.
+// raw is the path as sent.
+func (s *Server) setupPath(c echo.Context) (raw, path string, err error) {
+	data, err := s.jsonObject(c)
+	if err != nil {
+		return "", "", err
+	}
+	if raw, err = requiredString(data, "path", "Path not supplied!"); err != nil {
+		return "", "", err
+	}
+	return raw, pathlibStr(s.expandPath(raw)), nil
 }
 
 // errWmctrl marks wmctrl failures that upstream swallows while polling (a
@@ -150,10 +157,10 @@ func (s *Server) which(name string) bool {
 // F (strict) inserted.
 func windowFlag(data map[string]any, action string) string {
 	flag := "-"
-	if truthy(data["by_class"]) {
+	if pyvalue.Truthy(data["by_class"]) {
 		flag += "x"
 	}
-	if truthy(data["strict"]) {
+	if pyvalue.Truthy(data["strict"]) {
 		flag += "F"
 	}
 	return flag + action
@@ -166,7 +173,7 @@ func (s *Server) handleActivateWindow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !truthy(data["window_name"]) {
+	if !pyvalue.Truthy(data["window_name"]) {
 		return reply(ErrBadRequest, "window_name required")
 	}
 	if err := s.wmctrlWindow(data, "a"); err != nil {
@@ -194,7 +201,7 @@ func (s *Server) handleCloseWindow(c echo.Context) error {
 func (s *Server) wmctrlWindow(data map[string]any, action string) error {
 	name, ok := data["window_name"].(string)
 	if !ok {
-		return badInput("'window_name' must be a string, not %s", pyTypeName(data["window_name"]))
+		return badInput("'window_name' must be a string, not %s", pyvalue.TypeName(data["window_name"]))
 	}
 	p := s.proc([]string{"wmctrl", windowFlag(data, action), name})
 	p.stdout, p.stderr = s.cfg.Stdout, s.cfg.Stderr
@@ -256,19 +263,10 @@ func isPySpace(r rune) bool {
 // handleChangeWallpaper is POST /setup/change_wallpaper: gsettings set
 // picture-uri file://PATH (exit status ignored).
 func (s *Server) handleChangeWallpaper(c echo.Context) error {
-	data, err := s.jsonObject(c)
+	_, path, err := s.setupPath(c)
 	if err != nil {
 		return err
 	}
-	rawPath := data["path"]
-	if !truthy(rawPath) {
-		return reply(ErrBadRequest, "Path not supplied!")
-	}
-	raw, ok := rawPath.(string)
-	if !ok {
-		return badInput("'path' must be a string, not %s", pyTypeName(rawPath))
-	}
-	path := pathlibStr(s.expandPath(raw))
 	if !exists(s.abs(path)) {
 		return reply(ErrNotFound, "File not found: %s", path)
 	}

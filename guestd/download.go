@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // downloadAttempts is upstream's retry count for /setup/download_file.
@@ -27,16 +29,16 @@ func (s *Server) handleDownloadFile(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !truthy(data["url"]) || !truthy(data["path"]) {
+	if !pyvalue.Truthy(data["url"]) || !pyvalue.Truthy(data["path"]) {
 		return reply(ErrBadRequest, "Path or URL not supplied!")
 	}
 	url, ok := data["url"].(string)
 	if !ok {
-		return badInput("'url' must be a string, not %s", pyTypeName(data["url"]))
+		return badInput("'url' must be a string, not %s", pyvalue.TypeName(data["url"]))
 	}
 	raw, ok := data["path"].(string)
 	if !ok {
-		return badInput("'path' must be a string, not %s", pyTypeName(data["path"]))
+		return badInput("'path' must be a string, not %s", pyvalue.TypeName(data["path"]))
 	}
 	target := s.abs(pathlibStr(s.expandPath(raw)))
 	if err := makeDirs(dirName(target)); err != nil {

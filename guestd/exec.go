@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/drums-dev/drums/internal/pyfmt"
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // command is a request's command after upstream's normalisation (§1.5 of
@@ -25,11 +26,21 @@ type command struct {
 	isStr bool // shell mode with a string command
 }
 
+// commandRequest reads a request's JSON object and the command in it.
+func (s *Server) commandRequest(c echo.Context) (map[string]any, command, error) {
+	data, err := s.jsonObject(c)
+	if err != nil {
+		return nil, command{}, err
+	}
+	cmd, err := s.parseCommand(data)
+	return data, cmd, err
+}
+
 // parseCommand reads "command" and "shell" from a request. Upstream runs
 // this outside its try block, so what fails here is a debugger page there
 // and a 400 here.
 func (s *Server) parseCommand(data map[string]any) (command, error) {
-	cmd := command{shell: truthy(data["shell"])}
+	cmd := command{shell: pyvalue.Truthy(data["shell"])}
 	raw, ok := data["command"]
 	if !ok {
 		if cmd.shell {
@@ -54,12 +65,12 @@ func (s *Server) parseCommand(data map[string]any) (command, error) {
 		for i, e := range v {
 			str, ok := e.(string)
 			if !ok {
-				return cmd, badInput("command element %d is %s, not a string", i, pyTypeName(e))
+				return cmd, badInput("command element %d is %s, not a string", i, pyvalue.TypeName(e))
 			}
 			cmd.list[i] = str
 		}
 	default:
-		return cmd, badInput("'command' must be a string or a list of strings, not %s", pyTypeName(raw))
+		return cmd, badInput("'command' must be a string or a list of strings, not %s", pyvalue.TypeName(raw))
 	}
 	for i, arg := range cmd.list {
 		if strings.HasPrefix(arg, "~/") {
@@ -159,11 +170,7 @@ func (s *Server) proc(argv []string) proc {
 // handleExecute is POST /execute and /setup/execute: 200 with the output
 // whatever the exit code, 500 {message} when the command could not run.
 func (s *Server) handleExecute(c echo.Context) error {
-	data, err := s.jsonObject(c)
-	if err != nil {
-		return err
-	}
-	cmd, err := s.parseCommand(data)
+	_, cmd, err := s.commandRequest(c)
 	if err != nil {
 		return err
 	}
@@ -177,11 +184,7 @@ func (s *Server) handleExecute(c echo.Context) error {
 // handleExecuteVerified is POST /execute_with_verification: the command,
 // then polling of the verification until it passes or max_wait_time.
 func (s *Server) handleExecuteVerified(c echo.Context) error {
-	data, err := s.jsonObject(c)
-	if err != nil {
-		return err
-	}
-	cmd, err := s.parseCommand(data)
+	data, cmd, err := s.commandRequest(c)
 	if err != nil {
 		return err
 	}
@@ -203,16 +206,16 @@ func (s *Server) handleExecuteVerified(c echo.Context) error {
 		return err
 	}
 	body := res.body()
-	if !truthy(verification) {
+	if !pyvalue.Truthy(verification) {
 		return jsonReply(c, 200, body)
 	}
 	checks, err := readVerification(verification)
 	if err != nil {
 		return err
 	}
-	maxWaitSec, ok := pyNumber(maxWait)
+	maxWaitSec, ok := pyvalue.Number(maxWait)
 	if !ok {
-		return reply(nil, "'<' not supported between instances of 'float' and '%s'", pyTypeName(maxWait))
+		return reply(nil, "'<' not supported between instances of 'float' and '%s'", pyvalue.TypeName(maxWait))
 	}
 	start := time.Now()
 	for time.Since(start).Seconds() < maxWaitSec {
@@ -263,7 +266,7 @@ func readVerification(v any) (verificationChecks, error) {
 		}
 		return vc, nil
 	}
-	return vc, reply(nil, "argument of type '%s' is not iterable", pyTypeName(v))
+	return vc, reply(nil, "argument of type '%s' is not iterable", pyvalue.TypeName(v))
 }
 
 // verify runs one round of checks; any error counts as "not yet".
@@ -317,10 +320,10 @@ func (s *Server) wmctrlList() (string, error) {
 
 // pySleep is time.sleep(v) with its errors.
 func pySleep(v any) error {
-	sec, ok := pyNumber(v)
+	sec, ok := pyvalue.Number(v)
 	switch {
 	case !ok:
-		return reply(nil, "'%s' object cannot be interpreted as an integer", pyTypeName(v))
+		return reply(nil, "'%s' object cannot be interpreted as an integer", pyvalue.TypeName(v))
 	case sec < 0:
 		return reply(nil, "sleep length must be non-negative")
 	case sec > math.MaxInt64/1e9:
@@ -333,11 +336,7 @@ func pySleep(v any) error {
 // handleLaunch is POST /setup/launch: start without waiting, answer
 // "<command> launched successfully".
 func (s *Server) handleLaunch(c echo.Context) error {
-	data, err := s.jsonObject(c)
-	if err != nil {
-		return err
-	}
-	cmd, err := s.parseCommand(data)
+	_, cmd, err := s.commandRequest(c)
 	if err != nil {
 		return err
 	}

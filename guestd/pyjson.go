@@ -4,158 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/drums-dev/drums/internal/pyfmt"
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
-// Request JSON is decoded into Python-like values: nil (None), bool,
-// json.Number (int or float, the literal kept so it prints back the way
-// Python would), string, []any (list) and map[string]any (dict). Handlers
-// then read fields with Python's semantics: defaults only for absent keys,
-// flags by truthiness.
-
-// decodeJSONValue parses a whole body as one JSON value. Like Python's
-// json.loads it rejects invalid UTF-8 and trailing data.
-func decodeJSONValue(body []byte) (any, error) {
-	if !utf8.Valid(body) {
-		return nil, fmt.Errorf("body is not valid UTF-8")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		if err == io.EOF {
-			return nil, fmt.Errorf("empty body")
-		}
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("extra data after the JSON value")
-	}
-	return v, nil
-}
-
-// truthy is Python's bool(v): False, None, 0, 0.0, "", [] and {} are false,
-// everything else (the string "false" included) is true.
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 64)
-		return err != nil || f != 0 // an out-of-range literal is not zero
-	case string:
-		return x != ""
-	case []any:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
-	}
-	return true
-}
-
-// pyTypeName is type(v).__name__ for a decoded JSON value, as Python's
-// TypeError messages name it.
-func pyTypeName(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "NoneType"
-	case bool:
-		return "bool"
-	case json.Number:
-		if isFloatLiteral(x) {
-			return "float"
-		}
-		return "int"
-	case string:
-		return "str"
-	case []any:
-		return "list"
-	case map[string]any:
-		return "dict"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-func isFloatLiteral(n json.Number) bool {
-	return strings.ContainsAny(string(n), ".eE")
-}
-
-// pyNumber reads v as a Python number (bool counts, as in Python) in
-// seconds-like uses; ok is false for any other type.
-func pyNumber(v any) (f float64, ok bool) {
-	switch x := v.(type) {
-	case bool:
-		if x {
-			return 1, true
-		}
-		return 0, true
-	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil {
-			// Only out-of-range literals fail; Python makes them inf.
-			if strings.HasPrefix(string(x), "-") {
-				return math.Inf(-1), true
-			}
-			return math.Inf(1), true
-		}
-		return f, true
-	}
-	return 0, false
-}
-
-// pyStr is str(v) for the scalar values a message quotes: numbers as
-// Python prints them, True/False, None, and strings as they are.
-func pyStr(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "None"
-	case bool:
-		if x {
-			return "True"
-		}
-		return "False"
-	case json.Number:
-		return pyNumberText(x)
-	case string:
-		return x
-	}
-	return fmt.Sprint(v)
-}
-
-// pyNumberText is how Python prints a number json.loads produced: an int
-// literal as the int (so "-0" is "0"), anything with a fraction or exponent
-// as repr(float).
-func pyNumberText(n json.Number) string {
-	s := string(n)
-	if isFloatLiteral(n) {
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			if strings.HasPrefix(s, "-") {
-				return "-inf"
-			}
-			return "inf"
-		}
-		return pyfmt.Float(f)
-	}
-	neg := strings.HasPrefix(s, "-")
-	digits := strings.TrimLeft(strings.TrimPrefix(s, "-"), "0")
-	if digits == "" {
-		return "0"
-	}
-	if neg {
-		return "-" + digits
-	}
-	return digits
-}
+// Request JSON is decoded by pyvalue.Decode into Python-like values (numbers
+// as json.Number, the literal kept), and handlers read fields with Python's
+// semantics: defaults only for absent keys, flags by truthiness. Answers are
+// written the way Flask writes them.
 
 // jsonify renders v the way Flask's jsonify does in debug mode (upstream
 // runs with debug on): keys sorted by code point, indent 2, ": " after keys,
@@ -188,11 +49,11 @@ func writeJSON(b *bytes.Buffer, v any, depth int) {
 	case float64:
 		b.WriteString(jsonFloat(x))
 	case json.Number:
-		if isFloatLiteral(x) {
+		if pyvalue.IsFloatLiteral(x) {
 			f, _ := strconv.ParseFloat(string(x), 64)
 			b.WriteString(jsonFloat(f))
 		} else {
-			b.WriteString(pyNumberText(x))
+			b.WriteString(pyvalue.Repr(x))
 		}
 	case []int:
 		items := make([]any, len(x))

@@ -1,8 +1,9 @@
 package guestd
 
 import (
-	"encoding/json"
 	"testing"
+
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // jsonCases are request-like JSON documents; jsonify(decode(x)) must equal
@@ -28,7 +29,7 @@ func TestJsonifyMatchesFlask(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, c := range jsonCases {
-		v, err := decodeJSONValue([]byte(c))
+		v, err := pyvalue.Decode([]byte(c))
 		if err != nil {
 			t.Fatalf("decode %s: %v", c, err)
 		}
@@ -75,47 +76,5 @@ func TestJsonifyNonUTF8(t *testing.T) {
 	}
 	if got := string(jsonify([]any{3, 4})); got != "[\n  3,\n  4\n]\n" {
 		t.Errorf("cursor array: %q", got)
-	}
-}
-
-func TestTruthy(t *testing.T) {
-	cases := []struct {
-		json string
-		want bool
-	}{
-		{`false`, false}, {`null`, false}, {`0`, false}, {`0.0`, false}, {`-0`, false},
-		{`0e10`, false}, {`""`, false}, {`[]`, false}, {`{}`, false},
-		{`true`, true}, {`"false"`, true}, {`"true"`, true}, {`"0"`, true}, {`" "`, true},
-		{`1`, true}, {`-1`, true}, {`0.0001`, true}, {`[0]`, true}, {`{"a": 0}`, true},
-		{`1e400`, true},
-	}
-	for _, c := range cases {
-		v, err := decodeJSONValue([]byte(c.json))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := truthy(v); got != c.want {
-			t.Errorf("truthy(%s) = %v, want %v", c.json, got, c.want)
-		}
-	}
-}
-
-func TestPyNumberText(t *testing.T) {
-	cases := map[string]string{
-		"100": "100", "-0": "0", "30.5": "30.5", "1e2": "100.0", "1.50": "1.5",
-		"1e-05": "1e-05", "1e16": "1e+16", "123456789012345678901234567890": "123456789012345678901234567890",
-	}
-	for in, want := range cases {
-		if got := pyNumberText(json.Number(in)); got != want {
-			t.Errorf("pyNumberText(%s) = %s, want %s", in, got, want)
-		}
-	}
-}
-
-func TestDecodeJSONValueRejects(t *testing.T) {
-	for _, in := range []string{``, `{`, `{"a": 1} x`, "{\"a\": \"\xff\"}", `{'a': 1}`, `NaN`} {
-		if _, err := decodeJSONValue([]byte(in)); err == nil {
-			t.Errorf("decodeJSONValue(%q) succeeded", in)
-		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // handleRunPython is POST /run_python: the code goes to a file run by
@@ -23,14 +25,14 @@ func (s *Server) handleRunPython(c echo.Context) error {
 		return err
 	}
 	code := data["code"]
-	if !truthy(code) {
+	if !pyvalue.Truthy(code) {
 		return reply(ErrBadRequest, "Code not supplied!")
 	}
 	src, ok := code.(string)
 	if !ok {
 		// Upstream's f.write(code) raises this inside its try block.
-		return runPythonError(fmt.Sprintf("TypeError: write() argument must be str, not %s", pyTypeName(code)),
-			fmt.Sprintf("write() argument must be str, not %s", pyTypeName(code)))
+		return runPythonError(fmt.Sprintf("TypeError: write() argument must be str, not %s", pyvalue.TypeName(code)),
+			fmt.Sprintf("write() argument must be str, not %s", pyvalue.TypeName(code)))
 	}
 	var id [16]byte
 	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails
@@ -118,23 +120,19 @@ func (s *Server) handleRunBash(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rawScript := data["script"]
-	if !truthy(rawScript) {
-		return reply(ErrBadRequest, "Script not supplied!")
-	}
-	script, ok := rawScript.(string)
-	if !ok {
-		return badInput("'script' must be a string, not %s", pyTypeName(rawScript))
+	script, err := requiredString(data, "script", "Script not supplied!")
+	if err != nil {
+		return err
 	}
 	rawTimeout, ok := data["timeout"]
 	if !ok {
 		rawTimeout = jsonInt(100)
 	}
 	dir := s.cfg.Home
-	if wd := data["working_dir"]; truthy(wd) {
+	if wd := data["working_dir"]; pyvalue.Truthy(wd) {
 		str, ok := wd.(string)
 		if !ok {
-			return badInput("'working_dir' must be a string, not %s", pyTypeName(wd))
+			return badInput("'working_dir' must be a string, not %s", pyvalue.TypeName(wd))
 		}
 		// Upstream checks the expanded name against its own cwd.
 		dir = expandUser(str, s.cfg.Home)
@@ -164,10 +162,10 @@ func (s *Server) handleRunBash(c echo.Context) error {
 	opt := runOptions{merge: true}
 	if rawTimeout == nil {
 		opt.noTimeout = true
-	} else if sec, ok := pyNumber(rawTimeout); ok {
+	} else if sec, ok := pyvalue.Number(rawTimeout); ok {
 		opt.timeout = secondsDuration(sec)
 	} else {
-		return reply(nil, "Failed to execute script: unsupported operand type(s) for +: 'float' and '%s'", pyTypeName(rawTimeout))
+		return reply(nil, "Failed to execute script: unsupported operand type(s) for +: 'float' and '%s'", pyvalue.TypeName(rawTimeout))
 	}
 
 	p := proc{argv: []string{"/bin/bash", file}, dir: dir, env: s.childEnv()}
@@ -179,7 +177,7 @@ func (s *Server) handleRunBash(c echo.Context) error {
 		res, err = runCaptured(p, opt)
 	}
 	if errors.Is(err, errTimedOut) {
-		return reply(ErrTimeout, "Script execution timed out after %s seconds", pyStr(rawTimeout))
+		return reply(ErrTimeout, "Script execution timed out after %s seconds", pyvalue.Str(rawTimeout))
 	}
 	if err != nil {
 		return reply(nil, "Failed to execute script: %s", err)

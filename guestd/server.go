@@ -14,6 +14,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sys/unix"
+
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 const (
@@ -248,15 +250,30 @@ func (s *Server) jsonObject(c echo.Context) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := decodeJSONValue(body)
+	v, err := pyvalue.Decode(body)
 	if err != nil {
 		return nil, badInput("Failed to decode JSON object: %v", err)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, badInput("the request body must be a JSON object, not %s", pyTypeName(v))
+		return nil, badInput("the request body must be a JSON object, not %s", pyvalue.TypeName(v))
 	}
 	return obj, nil
+}
+
+// requiredString is data[key] as upstream's routes read a required field:
+// a falsy value is answered 400 with missing (upstream's wording), any other
+// value that is not a string is bad input.
+func requiredString(data map[string]any, key, missing string) (string, error) {
+	v := data[key]
+	if !pyvalue.Truthy(v) {
+		return "", reply(ErrBadRequest, "%s", missing)
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", badInput("'%s' must be a string, not %s", key, pyvalue.TypeName(v))
+	}
+	return s, nil
 }
 
 // blob writes a whole body with its Content-Length, as Werkzeug sends

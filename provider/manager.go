@@ -399,10 +399,7 @@ func (m *Manager) recycle(d *desktop) {
 		p.inflight--
 		if err == nil && m.pools[d.shape] == p && m.desktops[d.id] == d {
 			d.sess = sess
-			d.state = client.StateReady
-			p.ready = append(p.ready, d)
-			m.persistLocked(d)
-			m.notifyLocked()
+			m.readyLocked(p, d)
 			m.mu.Unlock()
 			m.kickFiller()
 			return
@@ -414,6 +411,15 @@ func (m *Manager) recycle(d *desktop) {
 		}
 	}
 	m.destroy(d)
+}
+
+// readyLocked puts d into pool p as a warm desktop and says so to those
+// waiting for one.
+func (m *Manager) readyLocked(p *pool, d *desktop) {
+	d.state = client.StateReady
+	p.ready = append(p.ready, d)
+	m.persistLocked(d)
+	m.notifyLocked()
 }
 
 // expire ends d's lease if it has not been renewed meanwhile.
@@ -512,12 +518,24 @@ func (m *Manager) Lease(ctx context.Context, req client.LeaseRequest) (client.De
 	}
 	m.mu.Unlock()
 	m.kickFiller() // so the next lease of this shape finds a warm one
+	v, err := m.startLeased(ctx, s, snapDir, evicted, dur)
+	if err != nil {
+		m.met.failure("lease")
+		return client.Desktop{}, err
+	}
+	m.met.lease.observe("cold", time.Since(t0))
+	return v, nil
+}
+
+// startLeased starts a desktop of shape s in the slot acquireLocked
+// reserved, once the desktop it evicted for it (if any) is gone, and leases
+// it for dur. Called without mu.
+func (m *Manager) startLeased(ctx context.Context, s Shape, snapDir string, evicted *desktop, dur time.Duration) (client.Desktop, error) {
 	if evicted != nil {
 		m.destroy(evicted)
 	}
 	d, err := m.create(ctx, s, snapDir)
 	if err != nil {
-		m.met.failure("lease")
 		return client.Desktop{}, err
 	}
 	m.mu.Lock()
@@ -525,7 +543,6 @@ func (m *Manager) Lease(ctx context.Context, req client.LeaseRequest) (client.De
 	m.poolLocked(s).lastUsed = time.Now() // a shape that starts: keep it warm
 	v := d.view()
 	m.mu.Unlock()
-	m.met.lease.observe("cold", time.Since(t0))
 	return v, nil
 }
 
@@ -705,19 +722,11 @@ func (m *Manager) Revert(ctx context.Context, id, snapshot string) (client.Deskt
 		return v, nil
 	}
 	m.mu.Unlock()
-	if evicted != nil {
-		m.destroy(evicted)
-	}
-	nd, err := m.create(ctx, target, snapDir)
+	v, err := m.startLeased(ctx, target, snapDir, evicted, lease)
 	if err != nil {
 		m.met.failure("revert")
 		return client.Desktop{}, err
 	}
-	m.mu.Lock()
-	m.leaseLocked(nd, lease)
-	m.poolLocked(target).lastUsed = time.Now()
-	v := nd.view()
-	m.mu.Unlock()
 	m.met.revert.observe("create", time.Since(t0))
 	return v, nil
 }
@@ -859,10 +868,7 @@ func (m *Manager) fillOne(p *pool, snapDir string) {
 	p.failures = 0
 	cur, cerr := m.snapDirLocked(p.shape.Snapshot)
 	if m.pools[p.shape] == p && cerr == nil && cur == snapDir && len(p.ready) < m.cfg.PoolSize && m.bgCtx.Err() == nil {
-		d.state = client.StateReady
-		p.ready = append(p.ready, d)
-		m.persistLocked(d)
-		m.notifyLocked()
+		m.readyLocked(p, d)
 		m.mu.Unlock()
 		m.kickFiller()
 		return

@@ -3,6 +3,7 @@ package sessions
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/godbus/dbus/v5"
 	"golang.org/x/sys/unix"
+
+	"github.com/drums-dev/drums/internal/ready"
 )
 
 // stackProc is a running process of the desktop stack.
@@ -74,6 +77,20 @@ func (in *initProc) spawn(o procOpts) (int, <-chan unix.WaitStatus, error) {
 	return in.spawner.start(o.argv, attr)
 }
 
+// untilExit returns ctx, also cancelled when p exits: a wait for what p
+// should do then ends at once.
+func (p *stackProc) untilExit(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-p.exited:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 // startProc starts a stack process whose output goes to the log, with
 // extra descriptors from fd 3 on.
 func (in *initProc) startProc(name string, argv []string, essential bool, extra ...*os.File) (*stackProc, error) {
@@ -102,19 +119,20 @@ func (in *initProc) startProc(name string, argv []string, essential bool, extra 
 }
 
 // startStack brings the desktop up: each process starts as soon as the ones
-// it needs are ready, so Xvfb and the session bus start together, then
-// openbox, the accessibility bus and guestd together.
+// it needs are ready (up[name] is closed then), so Xvfb and the session
+// bus start together, then openbox, the accessibility bus and guestd
+// together.
 func (in *initProc) startStack(ctx context.Context) error {
-	ready := map[string]chan struct{}{}
+	up := map[string]chan struct{}{}
 	for _, p := range in.plan.Stack {
-		ready[p.Name] = make(chan struct{})
+		up[p.Name] = make(chan struct{})
 	}
 	errc := make(chan error, len(in.plan.Stack))
 	for _, proc := range in.plan.Stack {
 		go func() {
 			for _, n := range proc.Needs {
 				select {
-				case <-ready[n]:
+				case <-up[n]:
 				case <-ctx.Done():
 					return
 				}
@@ -124,7 +142,7 @@ func (in *initProc) startStack(ctx context.Context) error {
 				return
 			}
 			in.step(proc.Name)
-			close(ready[proc.Name])
+			close(up[proc.Name])
 			errc <- nil
 		}()
 	}
@@ -150,7 +168,10 @@ func (in *initProc) startReady(ctx context.Context, proc Proc) error {
 		if err != nil {
 			return err
 		}
-		line, err := readLineOf(ctx, r, p)
+		line, err := ready.Line(ctx, r, p.exited)
+		if errors.Is(err, ready.ErrExited) {
+			return p.err(describeString(p.status) + " before it was ready")
+		}
 		if err != nil {
 			return err
 		}
@@ -192,15 +213,8 @@ func (in *initProc) startWM(ctx context.Context, proc Proc) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := wm.untilExit(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-wm.exited:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	if err := waitWM(ctx, in.plan.Display); err != nil {
 		select {
 		case <-wm.exited:
@@ -215,15 +229,8 @@ func (in *initProc) startWM(ctx context.Context, proc Proc) error {
 // waitA11y waits until the launcher owns org.a11y.Bus on the session bus,
 // then has the accessibility bus activate the registry.
 func (in *initProc) waitA11y(ctx context.Context, p *stackProc) error {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := p.untilExit(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-p.exited:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	fail := func(what string, err error) error {
 		select {
 		case <-p.exited:
@@ -238,8 +245,8 @@ func (in *initProc) waitA11y(ctx context.Context, p *stackProc) error {
 		return fail("connect to the session bus", err)
 	}
 	defer conn.Close()
-	if err := waitName(ctx, conn, "org.a11y.Bus"); err != nil {
-		return fail("wait for org.a11y.Bus", err)
+	if err := ready.NameOwner(ctx, conn, "org.a11y.Bus"); err != nil {
+		return fail("session bus", err)
 	}
 	var addr string
 	if err := conn.Object("org.a11y.Bus", "/org/a11y/bus").CallWithContext(ctx, "org.a11y.Bus.GetAddress", 0).Store(&addr); err != nil {
@@ -256,62 +263,6 @@ func (in *initProc) waitA11y(ctx context.Context, p *stackProc) error {
 		return fail("start the registry", err)
 	}
 	return nil
-}
-
-// waitName blocks until name has an owner: it subscribes to
-// NameOwnerChanged first and then asks, so an owner that appears in between
-// is not missed.
-func waitName(ctx context.Context, conn *dbus.Conn, name string) error {
-	if err := conn.AddMatchSignalContext(ctx,
-		dbus.WithMatchInterface("org.freedesktop.DBus"),
-		dbus.WithMatchMember("NameOwnerChanged"),
-		dbus.WithMatchArg(0, name)); err != nil {
-		return fmt.Errorf("watch %s: %w", name, err)
-	}
-	ch := make(chan *dbus.Signal, 8)
-	conn.Signal(ch)
-	defer conn.RemoveSignal(ch)
-	var has bool
-	if err := conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, name).Store(&has); err != nil {
-		return fmt.Errorf("ask owner of %s: %w", name, err)
-	}
-	for !has {
-		select {
-		case sig := <-ch:
-			if sig.Name == "org.freedesktop.DBus.NameOwnerChanged" && len(sig.Body) == 3 && sig.Body[0] == name && sig.Body[2] != "" {
-				has = true
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
-}
-
-// readLineOf reads the first line a process writes on r, failing if it
-// exits first.
-func readLineOf(ctx context.Context, r io.Reader, p *stackProc) (string, error) {
-	type result struct {
-		line string
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		line, err := bufio.NewReader(r).ReadString('\n')
-		ch <- result{strings.TrimSpace(line), err}
-	}()
-	select {
-	case res := <-ch:
-		if res.line == "" {
-			<-p.exited // the write end closed: the process is going away
-			return "", p.err(describeString(p.status) + " before it was ready")
-		}
-		return res.line, nil
-	case <-p.exited:
-		return "", p.err(describeString(p.status) + " before it was ready")
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
 }
 
 func envValue(env []string, key string) string {

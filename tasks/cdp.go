@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/drums-dev/drums/internal/ctxtime"
 )
 
 // cdp is a Chrome DevTools protocol connection to the browser target, in
@@ -105,7 +107,7 @@ func connectCDP(ctx context.Context, host string, port int, within, pause time.D
 		if time.Now().Add(pause).After(deadline) {
 			return nil, fmt.Errorf("connect to chromium devtools within %s: %w", within, err)
 		}
-		if serr := sleepCtx(ctx, pause); serr != nil {
+		if serr := ctxtime.Sleep(ctx, pause); serr != nil {
 			return nil, errors.Join(err, serr)
 		}
 	}
@@ -243,7 +245,7 @@ func (c *cdp) startupPages(ctx context.Context, within time.Duration) ([]target,
 		if err != nil || len(p) > 0 || time.Now().After(deadline) {
 			return p, err
 		}
-		if err := sleepCtx(ctx, startupPoll); err != nil {
+		if err := ctxtime.Sleep(ctx, startupPoll); err != nil {
 			return nil, err
 		}
 	}

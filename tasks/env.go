@@ -105,3 +105,16 @@ func (e *Env) workFile(name string) (string, error) {
 	}
 	return filepath.Join(e.WorkDir, name), nil
 }
+
+// saveWork writes data into the work dir as name (a getter's dest) and
+// returns its path.
+func (e *Env) saveWork(name string, data []byte) (string, error) {
+	local, err := e.workFile(name)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(local, data, 0o644); err != nil {
+		return "", fmt.Errorf("save %s: %w", name, err)
+	}
+	return local, nil
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // Evaluation is what DesktopEnv.evaluate() did for one task.
@@ -221,8 +223,8 @@ func (e *Env) runGetter(ctx context.Context, ev *Evaluation, role string, i int,
 		gr.Error = err.Error()
 	} else {
 		gr.OK = true
-		gr.Empty = !truthy(v)
-		gr.Value = shorten(pyRepr(v), valueLimit)
+		gr.Empty = !pyvalue.Truthy(v)
+		gr.Value = shorten(pyvalue.Repr(v), valueLimit)
 	}
 	ev.Getters = append(ev.Getters, gr)
 	return v, err

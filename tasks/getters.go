@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // getter is one OSWorld getter (get_<type>): it reads the desktop (or the
@@ -86,7 +88,7 @@ func (e *Env) RunGetter(ctx context.Context, cfg Getter) (any, error) {
 func cfgString(cfg Getter, k string) (string, error) {
 	s, ok := cfg[k].(string)
 	if !ok {
-		return "", fmt.Errorf("getter %s: %s is %s, not a string (KeyError)", cfg.Type(), k, pyType(cfg[k]))
+		return "", fmt.Errorf("getter %s: %s is %s, not a string (KeyError)", cfg.Type(), k, pyvalue.TypeName(cfg[k]))
 	}
 	return s, nil
 }
@@ -139,7 +141,7 @@ func getVMTerminalOutput(ctx context.Context, e *Env, _ Getter) (any, error) {
 
 // pathsAndDests reads path/dest as single values or, with multi, lists.
 func pathsAndDests(cfg Getter) (paths, dests []string, err error) {
-	if !truthy(cfg["multi"]) {
+	if !pyvalue.Truthy(cfg["multi"]) {
 		p, err := cfgString(cfg, "path")
 		if err != nil {
 			return nil, nil, err
@@ -188,7 +190,7 @@ func getVMFile(ctx context.Context, e *Env, cfg Getter) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !truthy(cfg["multi"]) && truthy(cfg["time_suffix"]) {
+	if !pyvalue.Truthy(cfg["multi"]) && pyvalue.Truthy(cfg["time_suffix"]) {
 		format := "%Y%m%d_%H%M%S"
 		if f, ok := cfg["time_format"].(string); ok {
 			format = f
@@ -212,12 +214,9 @@ func getVMFile(ctx context.Context, e *Env, cfg Getter) (any, error) {
 			}
 			continue
 		}
-		local, err := e.workFile(dests[i])
+		local, err := e.saveWork(dests[i], data)
 		if err != nil {
 			return nil, err
-		}
-		if err := os.WriteFile(local, data, 0o644); err != nil {
-			return nil, fmt.Errorf("save %s: %w", dests[i], err)
 		}
 		if want[i] {
 			out = append(out, local)
@@ -317,12 +316,9 @@ func getVMWallpaper(ctx context.Context, e *Env, cfg Getter) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	local, err := e.workFile(d)
+	local, err := e.saveWork(d, data)
 	if err != nil {
 		return nil, err
-	}
-	if err := os.WriteFile(local, data, 0o644); err != nil {
-		return nil, fmt.Errorf("save wallpaper: %w", err)
 	}
 	return local, nil
 }
@@ -357,12 +353,9 @@ func getHomeFile(rel string) getter {
 			// FileNotFoundError, so evaluate() raises.
 			return nil, fmt.Errorf("TypeError: a bytes-like object is required, not 'NoneType' (%v)", err)
 		}
-		local, err := e.workFile(d)
+		local, err := e.saveWork(d, data)
 		if err != nil {
 			return nil, err
-		}
-		if err := os.WriteFile(local, data, 0o644); err != nil {
-			return nil, fmt.Errorf("save %s: %w", d, err)
 		}
 		return local, nil
 	}
@@ -385,12 +378,9 @@ func getGimpConfigFile(ctx context.Context, e *Env, cfg Getter) (any, error) {
 		// get_gimp_config_file returns None when the file is missing.
 		return nil, nil
 	}
-	local, err := e.workFile(d)
+	local, err := e.saveWork(d, data)
 	if err != nil {
 		return nil, err
-	}
-	if err := os.WriteFile(local, data, 0o644); err != nil {
-		return nil, fmt.Errorf("save %s: %w", d, err)
 	}
 	return local, nil
 }
@@ -411,12 +401,9 @@ func getVLCPlayingInfo(ctx context.Context, e *Env, cfg Getter) (any, error) {
 	if a.status != 200 {
 		return nil, nil
 	}
-	local, err := e.workFile(d)
+	local, err := e.saveWork(d, a.body)
 	if err != nil {
 		return nil, err
-	}
-	if err := os.WriteFile(local, a.body, 0o644); err != nil {
-		return nil, fmt.Errorf("save vlc status: %w", err)
 	}
 	return local, nil
 }
@@ -588,16 +575,16 @@ var (
 	}}
 	prefDoNotTrack = prefFunc{onError: "false", read: func(d map[string]any) (any, error) {
 		v, _ := dig(d, "enable_do_not_track")
-		return boolText(truthy(v)), nil
+		return boolText(pyvalue.Truthy(v)), nil
 	}}
 	prefEnhancedSafety = prefFunc{onError: "Google", read: func(d map[string]any) (any, error) {
 		v, _ := dig(d, "safebrowsing", "enhanced")
-		return boolText(truthy(v)), nil
+		return boolText(pyvalue.Truthy(v)), nil
 	}}
 	prefSafeBrowsing = prefFunc{onError: "false", read: func(d map[string]any) (any, error) {
 		e, _ := dig(d, "safebrowsing", "enhanced")
 		n, _ := dig(d, "safebrowsing", "enabled")
-		return boolText(truthy(e) || truthy(n)), nil
+		return boolText(pyvalue.Truthy(e) || pyvalue.Truthy(n)), nil
 	}}
 	prefNewStartupPage = prefFunc{onError: "Google", read: func(d map[string]any) (any, error) {
 		if _, ok := d["session"]; !ok {
@@ -870,13 +857,13 @@ func getActiveTabURLParse(ctx context.Context, e *Env, cfg Getter) (any, error) 
 		for from, to := range rep {
 			v, ok := out[from]
 			if !ok {
-				return nil, fmt.Errorf("KeyError: %s", pyRepr(from))
+				return nil, fmt.Errorf("KeyError: %s", pyvalue.Repr(from))
 			}
 			delete(out, from)
 			out[fmt.Sprint(to)] = v
 		}
 	}
-	if truthy(cfg["split_list"]) {
+	if pyvalue.Truthy(cfg["split_list"]) {
 		for k, v := range out {
 			parts := []any{}
 			for _, p := range strings.Split(v.(string), ",") {
@@ -907,7 +894,7 @@ func getURLDashPart(ctx context.Context, e *Env, cfg Getter) (any, error) {
 		idx += len(parts)
 	}
 	part := parts[idx]
-	if truthy(cfg["needDeleteId"]) {
+	if pyvalue.Truthy(cfg["needDeleteId"]) {
 		part, _, _ = strings.Cut(part, "?")
 	}
 	switch cfg["returnType"] {

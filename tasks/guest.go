@@ -13,6 +13,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/drums-dev/drums/internal/ctxtime"
 )
 
 // Guest calls one desktop's guest server (guestd, or upstream main.py) the
@@ -104,14 +106,20 @@ func (g *Guest) call(ctx context.Context, method, endpoint, contentType string, 
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
+	return g.do(req, method+" "+endpoint)
+}
+
+// do sends req and reads the whole answer; what names the request in
+// errors.
+func (g *Guest) do(req *http.Request, what string) (answer, error) {
 	resp, err := g.http.Do(req)
 	if err != nil {
-		return answer{}, fmt.Errorf("%s %s: %w", method, endpoint, err)
+		return answer{}, fmt.Errorf("%s: %w", what, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return answer{}, fmt.Errorf("read answer of %s %s: %w", method, endpoint, err)
+		return answer{}, fmt.Errorf("read answer of %s: %w", what, err)
 	}
 	return answer{status: resp.StatusCode, body: b, header: resp.Header}, nil
 }
@@ -126,16 +134,7 @@ func (g *Guest) getURL(ctx context.Context, rawURL, user, password string) (answ
 		return answer{}, fmt.Errorf("build GET %s: %w", rawURL, err)
 	}
 	req.SetBasicAuth(user, password)
-	resp, err := g.http.Do(req)
-	if err != nil {
-		return answer{}, fmt.Errorf("GET %s: %w", rawURL, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return answer{}, fmt.Errorf("read answer of GET %s: %w", rawURL, err)
-	}
-	return answer{status: resp.StatusCode, body: b, header: resp.Header}, nil
+	return g.do(req, "GET "+rawURL)
 }
 
 func (g *Guest) postJSON(ctx context.Context, endpoint string, v any, timeout time.Duration) (answer, error) {
@@ -146,8 +145,33 @@ func (g *Guest) postJSON(ctx context.Context, endpoint string, v any, timeout ti
 	return g.call(ctx, http.MethodPost, endpoint, "application/json", b, timeout)
 }
 
+// post is one POST of v as JSON to an endpoint that answers 200 on
+// success; its JSON answer is decoded into out unless out is nil.
+func (g *Guest) post(ctx context.Context, endpoint string, v, out any, timeout time.Duration) error {
+	a, err := g.postJSON(ctx, endpoint, v, timeout)
+	if err != nil {
+		return err
+	}
+	return okJSON(endpoint, a, out)
+}
+
 func (g *Guest) postForm(ctx context.Context, endpoint string, form url.Values) (answer, error) {
 	return g.call(ctx, http.MethodPost, endpoint, "application/x-www-form-urlencoded", []byte(form.Encode()), 0)
+}
+
+// okJSON checks that a is a 200 answer (else a *GuestError) and decodes its
+// JSON into out unless out is nil.
+func okJSON(endpoint string, a answer, out any) error {
+	if a.status != http.StatusOK {
+		return guestErr(endpoint, a)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(a.body, out); err != nil {
+		return fmt.Errorf("decode %s answer: %w", endpoint, err)
+	}
+	return nil
 }
 
 func guestErr(endpoint string, a answer) error {
@@ -172,23 +196,12 @@ func retry(ctx context.Context, r Retry, fn func() error) error {
 			return nil
 		}
 		if i < n-1 {
-			if serr := sleepCtx(ctx, r.Pause); serr != nil {
+			if serr := ctxtime.Sleep(ctx, r.Pause); serr != nil {
 				return errors.Join(err, serr)
 			}
 		}
 	}
 	return err
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // executeTimeout bounds /execute on the client: the guest kills the command
@@ -199,16 +212,9 @@ const executeTimeout = 130 * time.Second
 // and shell passed as the task gave them (the guest applies Python's
 // truthiness to shell). A non-200 answer is a *GuestError.
 func (g *Guest) Execute(ctx context.Context, endpoint string, command, shell any) (ExecResult, error) {
-	a, err := g.postJSON(ctx, endpoint, map[string]any{"command": command, "shell": shell}, executeTimeout)
-	if err != nil {
-		return ExecResult{}, err
-	}
-	if a.status != http.StatusOK {
-		return ExecResult{}, guestErr(endpoint, a)
-	}
 	var r ExecResult
-	if err := json.Unmarshal(a.body, &r); err != nil {
-		return ExecResult{}, fmt.Errorf("decode %s answer: %w", endpoint, err)
+	if err := g.post(ctx, endpoint, map[string]any{"command": command, "shell": shell}, &r, executeTimeout); err != nil {
+		return ExecResult{}, err
 	}
 	return r, nil
 }
@@ -231,14 +237,7 @@ func (g *Guest) ExecutePython(ctx context.Context, code string) (ExecResult, err
 
 // Launch is one POST /setup/launch.
 func (g *Guest) Launch(ctx context.Context, command, shell any, timeout time.Duration) error {
-	a, err := g.postJSON(ctx, "/setup/launch", map[string]any{"command": command, "shell": shell}, timeout)
-	if err != nil {
-		return err
-	}
-	if a.status != http.StatusOK {
-		return guestErr("/setup/launch", a)
-	}
-	return nil
+	return g.post(ctx, "/setup/launch", map[string]any{"command": command, "shell": shell}, nil, timeout)
 }
 
 // OpenFile is POST /setup/open_file: the guest opens path (or starts the
@@ -256,40 +255,19 @@ func (g *Guest) OpenFile(ctx context.Context, p string, timeout time.Duration) e
 
 // Window is POST /setup/activate_window or /setup/close_window.
 func (g *Guest) Window(ctx context.Context, endpoint, name string, strict, byClass bool) error {
-	a, err := g.postJSON(ctx, endpoint, map[string]any{"window_name": name, "strict": strict, "by_class": byClass}, executeTimeout)
-	if err != nil {
-		return err
-	}
-	if a.status != http.StatusOK {
-		return guestErr(endpoint, a)
-	}
-	return nil
+	return g.post(ctx, endpoint, map[string]any{"window_name": name, "strict": strict, "by_class": byClass}, nil, executeTimeout)
 }
 
 // ChangeWallpaper is POST /setup/change_wallpaper.
 func (g *Guest) ChangeWallpaper(ctx context.Context, p string) error {
-	a, err := g.postJSON(ctx, "/setup/change_wallpaper", map[string]any{"path": p}, executeTimeout)
-	if err != nil {
-		return err
-	}
-	if a.status != http.StatusOK {
-		return guestErr("/setup/change_wallpaper", a)
-	}
-	return nil
+	return g.post(ctx, "/setup/change_wallpaper", map[string]any{"path": p}, nil, executeTimeout)
 }
 
 // ExecuteWithVerification is POST /setup/execute_with_verification.
 func (g *Guest) ExecuteWithVerification(ctx context.Context, params map[string]any, timeout time.Duration) (map[string]any, error) {
-	a, err := g.postJSON(ctx, "/setup/execute_with_verification", params, timeout)
-	if err != nil {
-		return nil, err
-	}
-	if a.status != http.StatusOK {
-		return nil, guestErr("/setup/execute_with_verification", a)
-	}
 	var m map[string]any
-	if err := json.Unmarshal(a.body, &m); err != nil {
-		return nil, fmt.Errorf("decode /setup/execute_with_verification answer: %w", err)
+	if err := g.post(ctx, "/setup/execute_with_verification", params, &m, timeout); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -377,49 +355,21 @@ func (g *Guest) Screenshot(ctx context.Context) ([]byte, error) {
 
 // Accessibility is PythonController.get_accessibility_tree: the AT field.
 func (g *Guest) Accessibility(ctx context.Context) (string, error) {
-	var tree string
-	err := g.retried(ctx, func() error {
-		a, err := g.call(ctx, http.MethodGet, "/accessibility", "", nil, 0)
-		if err != nil {
-			return err
-		}
-		if a.status != http.StatusOK {
-			return guestErr("/accessibility", a)
-		}
-		var m struct {
-			AT string `json:"AT"`
-		}
-		if err := json.Unmarshal(a.body, &m); err != nil {
-			return fmt.Errorf("decode /accessibility answer: %w", err)
-		}
-		tree = m.AT
-		return nil
-	})
-	return tree, err
+	var m struct {
+		AT string `json:"AT"`
+	}
+	err := g.jsonCall(ctx, http.MethodGet, "/accessibility", "", nil, &m)
+	return m.AT, err
 }
 
 // Terminal is PythonController.get_terminal_output; nil when no terminal
 // has the focus.
 func (g *Guest) Terminal(ctx context.Context) (*string, error) {
-	var out *string
-	err := g.retried(ctx, func() error {
-		a, err := g.call(ctx, http.MethodGet, "/terminal", "", nil, 0)
-		if err != nil {
-			return err
-		}
-		if a.status != http.StatusOK {
-			return guestErr("/terminal", a)
-		}
-		var m struct {
-			Output *string `json:"output"`
-		}
-		if err := json.Unmarshal(a.body, &m); err != nil {
-			return fmt.Errorf("decode /terminal answer: %w", err)
-		}
-		out = m.Output
-		return nil
-	})
-	return out, err
+	var m struct {
+		Output *string `json:"output"`
+	}
+	err := g.jsonCall(ctx, http.MethodGet, "/terminal", "", nil, &m)
+	return m.Output, err
 }
 
 // readyTimeout is SetupController.setup()'s timeout per /terminal probe.
@@ -438,19 +388,15 @@ func (g *Guest) Ready(ctx context.Context) error {
 	return nil
 }
 
+// jsonCall is one retried call whose 200 answer is JSON decoded into out;
+// timeout none beyond ctx.
 func (g *Guest) jsonCall(ctx context.Context, method, endpoint, contentType string, body []byte, out any) error {
 	return g.retried(ctx, func() error {
 		a, err := g.call(ctx, method, endpoint, contentType, body, 0)
 		if err != nil {
 			return err
 		}
-		if a.status != http.StatusOK {
-			return guestErr(endpoint, a)
-		}
-		if err := json.Unmarshal(a.body, out); err != nil {
-			return fmt.Errorf("decode %s answer: %w", endpoint, err)
-		}
-		return nil
+		return okJSON(endpoint, a, out)
 	})
 }
 

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // metric is one OSWorld metric: args are (result) or (result, expected) as
@@ -39,8 +42,8 @@ var metrics = map[string]metric{
 	"compare_text_file":                         compareTextFile,
 	"compare_config":                            compareConfig,
 	"is_extension_installed":                    isExtensionInstalled,
-	"is_expected_active_tab":                    isExpectedActiveTab,
-	"is_expected_active_tab_approximate":        isExpectedActiveTabApproximate,
+	"is_expected_active_tab":                    activeTabMatches(sameTabURL),
+	"is_expected_active_tab_approximate":        activeTabMatches(sameTabURLButQuery),
 	"is_expected_url_pattern_match":             isExpectedURLPatternMatch,
 	"is_expected_tabs":                          isExpectedTabs,
 	"is_expected_bookmarks":                     isExpectedBookmarks,
@@ -58,7 +61,7 @@ var metrics = map[string]metric{
 	"check_one_instance_when_started_from_file": vlcrcCheck("one-instance-when-started-from-file=", "expected_one_instance_when_started_from_file", "1"),
 	"check_play_and_exit":                       vlcrcCheck("play-and-exit=", "expected_play_and_exit", "0"),
 	"check_qt_slider_colours":                   checkQtSliderColours,
-	"check_global_key_play_pause":               checkGlobalKeyPlayPause,
+	"check_global_key_play_pause":               vlcrcCompare("expected_global_key_play_pause", globalKeyPlayPause),
 	"check_config_status":                       checkConfigStatus,
 	"check_image_file_size":                     checkImageFileSize,
 	"check_thunderbird_prefs":                   checkThunderbirdPrefs,
@@ -93,7 +96,7 @@ func arg(args []any, i int) any {
 func ruleMap(v any, what string) (map[string]any, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("TypeError: %s is %s, not a dict", what, pyType(v))
+		return nil, fmt.Errorf("TypeError: %s is %s, not a dict", what, pyvalue.TypeName(v))
 	}
 	return m, nil
 }
@@ -102,7 +105,7 @@ func ruleMap(v any, what string) (map[string]any, error) {
 func key(m map[string]any, k string) (any, error) {
 	v, ok := m[k]
 	if !ok {
-		return nil, fmt.Errorf("KeyError: %s", pyRepr(k))
+		return nil, fmt.Errorf("KeyError: %s", pyvalue.Repr(k))
 	}
 	return v, nil
 }
@@ -111,7 +114,7 @@ func key(m map[string]any, k string) (any, error) {
 func readText(path any) (string, error) {
 	p, ok := path.(string)
 	if !ok {
-		return "", fmt.Errorf("TypeError: expected str path, not %s", pyType(path))
+		return "", fmt.Errorf("TypeError: expected str path, not %s", pyvalue.TypeName(path))
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -127,12 +130,19 @@ func score(b bool) float64 {
 	return 0
 }
 
-func exactMatch(args []any, _ map[string]any) (float64, error) {
-	rules, err := ruleMap(arg(args, 1), "rules")
+// ruleExpected is rules["expected"] of the rules dict a metric gets: a
+// TypeError naming it what when it is not a dict, a KeyError when the key
+// is absent.
+func ruleExpected(v any, what string) (any, error) {
+	rules, err := ruleMap(v, what)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	exp, err := key(rules, "expected")
+	return key(rules, "expected")
+}
+
+func exactMatch(args []any, _ map[string]any) (float64, error) {
+	exp, err := ruleExpected(arg(args, 1), "rules")
 	if err != nil {
 		return 0, err
 	}
@@ -164,11 +174,7 @@ func checkIncludeExclude(args []any, _ map[string]any) (float64, error) {
 }
 
 func matchInList(args []any, _ map[string]any) (float64, error) {
-	rules, err := ruleMap(arg(args, 1), "rules")
-	if err != nil {
-		return 0, err
-	}
-	exp, err := key(rules, "expected")
+	exp, err := ruleExpected(arg(args, 1), "rules")
 	if err != nil {
 		return 0, err
 	}
@@ -177,11 +183,7 @@ func matchInList(args []any, _ map[string]any) (float64, error) {
 }
 
 func isInList(args []any, _ map[string]any) (float64, error) {
-	rules, err := ruleMap(arg(args, 1), "rules")
-	if err != nil {
-		return 0, err
-	}
-	exp, err := key(rules, "expected")
+	exp, err := ruleExpected(arg(args, 1), "rules")
 	if err != nil {
 		return 0, err
 	}
@@ -195,9 +197,9 @@ func literalMatch(args []any, opts map[string]any) (float64, error) {
 	if t, ok := opts["type"].(string); ok {
 		typ = t
 	}
-	ic := truthy(opts["ignore_case"])
+	ic := pyvalue.Truthy(opts["ignore_case"])
 	norm := func(v any) string {
-		s := pyStr(v)
+		s := pyvalue.Str(v)
 		if ic {
 			s = strings.ToLower(s)
 		}
@@ -256,20 +258,21 @@ func checkList(args []any, _ map[string]any) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	got := make([]bool, len(expect))
-	ok := true
-	for _, l := range pyLines(text) {
-		for i, re := range expect {
-			got[i] = got[i] || re.MatchString(l)
-		}
-		for _, re := range unexpect {
-			ok = ok && !re.MatchString(l)
+	return score(expectUnexpect(pyLines(text), expect, unexpect, (*regexp.Regexp).MatchString)), nil
+}
+
+// expectUnexpect is the expect/unexpect rule of OSWorld's metrics: every
+// expect pattern matches some item and no unexpect pattern matches any.
+func expectUnexpect[P, I any](items []I, expect, unexpect []P, match func(P, I) bool) bool {
+	matchesAny := func(p P) bool {
+		return slices.ContainsFunc(items, func(it I) bool { return match(p, it) })
+	}
+	for _, p := range expect {
+		if !matchesAny(p) {
+			return false
 		}
 	}
-	for _, g := range got {
-		ok = ok && g
-	}
-	return score(ok), nil
+	return !slices.ContainsFunc(unexpect, matchesAny)
 }
 
 // matchValueToRule is metrics.utils._match_value_to_rule.
@@ -294,7 +297,7 @@ func matchValueToRule(value any, rule map[string]any) (bool, error) {
 		}
 		s, ok := value.(string)
 		if !ok {
-			return false, fmt.Errorf("TypeError: expected string or bytes-like object, got %s", pyType(value))
+			return false, fmt.Errorf("TypeError: expected string or bytes-like object, got %s", pyvalue.TypeName(value))
 		}
 		p, _ := ref.(string)
 		re, err := compilePy(p, flags)
@@ -322,13 +325,13 @@ func matchValueToRule(value any, rule map[string]any) (bool, error) {
 			}
 		default:
 			var ok bool
-			if v, ok = pyNumber(x); !ok {
+			if v, ok = pyvalue.Number(x); !ok {
 				return false, nil
 			}
 		}
-		r, ok := pyNumber(ref)
+		r, ok := pyvalue.Number(ref)
 		if !ok {
-			return false, fmt.Errorf("TypeError: approx ref is %s", pyType(ref))
+			return false, fmt.Errorf("TypeError: approx ref is %s", pyvalue.TypeName(ref))
 		}
 		d := v - r
 		if d < 0 {
@@ -363,7 +366,7 @@ func loadJSONFile(path any) (any, bool) {
 }
 
 func checkJSON(args []any, opts map[string]any) (float64, error) {
-	if truthy(opts["is_yaml"]) {
+	if pyvalue.Truthy(opts["is_yaml"]) {
 		return 0, fmt.Errorf("%w: check_json with is_yaml", ErrNotNative)
 	}
 	if arg(args, 0) == nil {
@@ -390,7 +393,7 @@ func checkJSON(args []any, opts map[string]any) (float64, error) {
 				}
 				v = x
 			case []any:
-				i, ok := pyNumber(k)
+				i, ok := pyvalue.Number(k)
 				if !ok || int(i) < -len(c) || int(i) >= len(c) {
 					return nil, false
 				}
@@ -467,10 +470,10 @@ func checkDirectJSONObject(args []any, _ map[string]any) (float64, error) {
 	if expected == nil {
 		return 0, nil
 	}
-	if !truthy(rules["expect_in_result"]) {
+	if !pyvalue.Truthy(rules["expect_in_result"]) {
 		for k, ev := range expected {
 			av := res[k]
-			if truthy(expected["ignore_list_order"]) {
+			if pyvalue.Truthy(expected["ignore_list_order"]) {
 				el, ok1 := asList(ev)
 				al, ok2 := asList(av)
 				if !ok1 || !ok2 || !pyEqual(sortedPy(el), sortedPy(al)) {
@@ -525,7 +528,7 @@ func sortedPy(l []any) []any {
 }
 
 func fileContains(args []any, _ map[string]any) (float64, error) {
-	if !truthy(arg(args, 0)) {
+	if !pyvalue.Truthy(arg(args, 0)) {
 		return 0, nil
 	}
 	text, err := readText(arg(args, 0))
@@ -583,7 +586,7 @@ func pyInt(v any) (int, error) {
 		}
 		return 0, nil
 	}
-	return 0, fmt.Errorf("TypeError: int() argument must be a string or a number, not %s", pyType(v))
+	return 0, fmt.Errorf("TypeError: int() argument must be a string or a number, not %s", pyvalue.TypeName(v))
 }
 
 // diffTextFile is difflib.SequenceMatcher(a=lines, b=lines).ratio().
@@ -591,15 +594,23 @@ func diffTextFile(args []any, _ map[string]any) (float64, error) {
 	if arg(args, 0) == nil {
 		return 0, nil
 	}
-	a, err := readText(arg(args, 0))
-	if err != nil {
-		return 0, err
-	}
-	b, err := readText(arg(args, 1))
+	a, b, err := readBoth(args)
 	if err != nil {
 		return 0, err
 	}
 	return sequenceRatio(pySplitlines(a), pySplitlines(b)), nil
+}
+
+// readBoth reads the two files a comparison metric gets: the result's and
+// the expected one.
+func readBoth(args []any) (result, expected string, err error) {
+	if result, err = readText(arg(args, 0)); err != nil {
+		return "", "", err
+	}
+	if expected, err = readText(arg(args, 1)); err != nil {
+		return "", "", err
+	}
+	return result, expected, nil
 }
 
 // sequenceRatio is difflib.SequenceMatcher(None, a, b).ratio() without the
@@ -641,7 +652,7 @@ func matchingCount(a, b []string) int {
 func isUTC0(args []any, _ map[string]any) (float64, error) {
 	s, ok := arg(args, 0).(string)
 	if !ok {
-		return 0, fmt.Errorf("AttributeError: %s has no attribute 'split'", pyType(arg(args, 0)))
+		return 0, fmt.Errorf("AttributeError: %s has no attribute 'split'", pyvalue.TypeName(arg(args, 0)))
 	}
 	lines := strings.Split(s, "\n")
 	if len(lines) < 4 {
@@ -653,7 +664,7 @@ func isUTC0(args []any, _ map[string]any) (float64, error) {
 func checkGnomeFavoriteApps(args []any, _ map[string]any) (float64, error) {
 	s, ok := arg(args, 0).(string)
 	if !ok {
-		return 0, fmt.Errorf("TypeError: eval() arg 1 must be a string, not %s", pyType(arg(args, 0)))
+		return 0, fmt.Errorf("TypeError: eval() arg 1 must be a string, not %s", pyvalue.TypeName(arg(args, 0)))
 	}
 	v, err := parsePyLiteral(s)
 	if err != nil {
@@ -661,17 +672,23 @@ func checkGnomeFavoriteApps(args []any, _ map[string]any) (float64, error) {
 	}
 	apps, ok := asList(v)
 	if !ok {
-		return 0, fmt.Errorf("TypeError: %s has no len()", pyType(v))
+		return 0, fmt.Errorf("TypeError: %s has no len()", pyvalue.TypeName(v))
 	}
-	rule, err := ruleMap(arg(args, 1), "rule")
+	return sameAsExpected(apps, arg(args, 1))
+}
+
+// sameAsExpected scores whether got has as many items as rule["expected"]
+// and the same set of them.
+func sameAsExpected(got []any, ruleArg any) (float64, error) {
+	rule, err := ruleMap(ruleArg, "rule")
 	if err != nil {
 		return 0, err
 	}
 	exp, _ := asList(rule["expected"])
-	if len(apps) != len(exp) {
+	if len(got) != len(exp) {
 		return 0, nil
 	}
-	return score(sameSet(apps, exp)), nil
+	return score(sameSet(got, exp)), nil
 }
 
 // sameSet is set(a) == set(b) for hashable JSON values.
@@ -708,15 +725,7 @@ func checkMovedJpgs(args []any, _ map[string]any) (float64, error) {
 		m, _ := c.(map[string]any)
 		names = append(names, m["name"])
 	}
-	rule, err := ruleMap(arg(args, 1), "rule")
-	if err != nil {
-		return 0, err
-	}
-	exp, _ := asList(rule["expected"])
-	if len(names) != len(exp) {
-		return 0, nil
-	}
-	return score(sameSet(names, exp)), nil
+	return sameAsExpected(names, arg(args, 1))
 }
 
 func isInVMClipboard(args []any, _ map[string]any) (float64, error) {

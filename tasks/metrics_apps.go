@@ -10,30 +10,28 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // Metrics over application settings files and browser state (vscode.py,
 // chrome.py, vlc.py, gimp.py, thunderbird.py, slides.py of OSWorld).
 
 func checkJSONSettings(args []any, _ map[string]any) (float64, error) {
-	if !truthy(arg(args, 0)) {
+	if !pyvalue.Truthy(arg(args, 0)) {
 		return 0, nil
 	}
 	v, ok := loadJSONFile(arg(args, 0))
 	if !ok {
 		return 0, nil
 	}
-	exp, err := ruleMap(arg(args, 1), "expected")
-	if err != nil {
-		return 0, err
-	}
-	want, err := key(exp, "expected")
+	want, err := ruleExpected(arg(args, 1), "expected")
 	if err != nil {
 		return 0, err
 	}
 	wm, ok := want.(map[string]any)
 	if !ok {
-		return 0, fmt.Errorf("AttributeError: %s has no attribute 'items'", pyType(want))
+		return 0, fmt.Errorf("AttributeError: %s has no attribute 'items'", pyvalue.TypeName(want))
 	}
 	data, ok := v.(map[string]any)
 	if !ok {
@@ -72,11 +70,7 @@ func checkJSONKeybindings(args []any, _ map[string]any) (float64, error) {
 	if !ok {
 		return 0, nil
 	}
-	exp, err := ruleMap(arg(args, 1), "expected")
-	if err != nil {
-		return 0, err
-	}
-	w, err := key(exp, "expected")
+	w, err := ruleExpected(arg(args, 1), "expected")
 	if err != nil {
 		return 0, err
 	}
@@ -90,24 +84,20 @@ var (
 )
 
 func compareTextFile(args []any, opts map[string]any) (float64, error) {
-	if !truthy(arg(args, 0)) {
+	if !pyvalue.Truthy(arg(args, 0)) {
 		return 0, nil
 	}
-	a, err := readText(arg(args, 0))
+	a, b, err := readBoth(args)
 	if err != nil {
 		return 0, err
 	}
-	b, err := readText(arg(args, 1))
-	if err != nil {
-		return 0, err
-	}
-	if truthy(opts["ignore_blanks"]) {
+	if pyvalue.Truthy(opts["ignore_blanks"]) {
 		norm := func(s string) string {
 			return spaces.ReplaceAllString(strings.TrimSpace(tabNL.ReplaceAllString(s, " ")), " ")
 		}
 		a, b = norm(a), norm(b)
 	}
-	if truthy(opts["ignore_case"]) {
+	if pyvalue.Truthy(opts["ignore_case"]) {
 		a, b = strings.ToLower(a), strings.ToLower(b)
 	}
 	return score(a == b), nil
@@ -132,7 +122,7 @@ func isSubset(expected, actual any) bool {
 }
 
 func compareConfig(args []any, opts map[string]any) (float64, error) {
-	if !truthy(arg(args, 0)) {
+	if !pyvalue.Truthy(arg(args, 0)) {
 		return 0, nil
 	}
 	rules, err := ruleMap(arg(args, 1), "rules")
@@ -149,7 +139,7 @@ func compareConfig(args []any, opts map[string]any) (float64, error) {
 	}
 	containment := true
 	if v, ok := opts["containment_ok"]; ok {
-		containment = truthy(v)
+		containment = pyvalue.Truthy(v)
 	}
 	var aj, ej any
 	aerr := json.Unmarshal([]byte(actText), &aj)
@@ -196,36 +186,40 @@ func tabURL(info any) any {
 	return info
 }
 
-func isExpectedActiveTab(args []any, _ map[string]any) (float64, error) {
-	if !truthy(arg(args, 0)) {
-		return 0, nil
-	}
-	rule, err := ruleMap(arg(args, 1), "rule")
+// urlRule is the rule of the chrome.py metrics that know only the type
+// "url": ok is false for any other type, which they score 0.
+func urlRule(v any) (rule map[string]any, ok bool, err error) {
+	rule, err = ruleMap(v, "rule")
 	if err != nil {
-		return 0, err
+		return nil, false, err
 	}
-	if rule["type"] != "url" {
-		return 0, nil
-	}
-	want, _ := rule["url"].(string)
-	got, ok := tabURL(arg(args, 0)).(string)
-	if !ok {
-		return 0, nil
-	}
-	return score(compareURLs(want, got, true)), nil
+	return rule, rule["type"] == "url", nil
 }
 
-func isExpectedActiveTabApproximate(args []any, _ map[string]any) (float64, error) {
-	if !truthy(arg(args, 0)) {
-		return 0, nil
+// activeTabMatches is is_expected_active_tab and its approximate variant:
+// match compares the rule's URL with the active tab's.
+func activeTabMatches(match func(want string, tab any) bool) metric {
+	return func(args []any, _ map[string]any) (float64, error) {
+		if !pyvalue.Truthy(arg(args, 0)) {
+			return 0, nil
+		}
+		rule, ok, err := urlRule(arg(args, 1))
+		if !ok {
+			return 0, err
+		}
+		want, _ := rule["url"].(string)
+		return score(match(want, tabURL(arg(args, 0)))), nil
 	}
-	rule, err := ruleMap(arg(args, 1), "rule")
-	if err != nil {
-		return 0, err
-	}
-	if rule["type"] != "url" {
-		return 0, nil
-	}
+}
+
+// sameTabURL is is_expected_active_tab's comparison.
+func sameTabURL(want string, tab any) bool {
+	got, ok := tab.(string)
+	return ok && compareURLs(want, got, true)
+}
+
+// sameTabURLButQuery is is_expected_active_tab_approximate's comparison.
+func sameTabURLButQuery(want string, tab any) bool {
 	strip := func(s string) string {
 		u, err := url.Parse(s)
 		if err != nil {
@@ -234,14 +228,13 @@ func isExpectedActiveTabApproximate(args []any, _ map[string]any) (float64, erro
 		u.RawQuery, u.ForceQuery = "", false
 		return u.String()
 	}
-	want, _ := rule["url"].(string)
-	got, _ := tabURL(arg(args, 0)).(string)
-	return score(strip(want) == strip(got)), nil
+	got, _ := tab.(string)
+	return strip(want) == strip(got)
 }
 
 func isExpectedURLPatternMatch(args []any, _ map[string]any) (float64, error) {
 	result := arg(args, 0)
-	if !truthy(result) {
+	if !pyvalue.Truthy(result) {
 		return 0, nil
 	}
 	var u string
@@ -280,12 +273,9 @@ func isExpectedTabs(args []any, _ map[string]any) (float64, error) {
 	if !ok || len(tabs) == 0 {
 		return 0, nil
 	}
-	rule, err := ruleMap(arg(args, 1), "rule")
-	if err != nil {
+	rule, ok, err := urlRule(arg(args, 1))
+	if !ok {
 		return 0, err
-	}
-	if rule["type"] != "url" {
-		return 0, nil
 	}
 	want, _ := asList(rule["urls"])
 	if len(want) != len(tabs) {
@@ -310,7 +300,7 @@ func isExpectedTabs(args []any, _ map[string]any) (float64, error) {
 func bookmarkChildren(bookmarks any) ([]map[string]any, error) {
 	b, ok := bookmarks.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("TypeError: bookmarks is %s", pyType(bookmarks))
+		return nil, fmt.Errorf("TypeError: bookmarks is %s", pyvalue.TypeName(bookmarks))
 	}
 	bar, ok := b["bookmark_bar"].(map[string]any)
 	if !ok {
@@ -327,7 +317,7 @@ func bookmarkChildren(bookmarks any) ([]map[string]any, error) {
 }
 
 func isExpectedBookmarks(args []any, _ map[string]any) (float64, error) {
-	if !truthy(arg(args, 0)) {
+	if !pyvalue.Truthy(arg(args, 0)) {
 		return 0, nil
 	}
 	rule, err := ruleMap(arg(args, 1), "rule")
@@ -449,7 +439,7 @@ func isExpectedInstalledExtensions(args []any, _ map[string]any) (float64, error
 func isShortcutOnDesktop(args []any, _ map[string]any) (float64, error) {
 	shortcuts, ok := arg(args, 0).(map[string]any)
 	if !ok {
-		return 0, fmt.Errorf("TypeError: shortcuts is %s", pyType(arg(args, 0)))
+		return 0, fmt.Errorf("TypeError: shortcuts is %s", pyvalue.TypeName(arg(args, 0)))
 	}
 	rule, err := ruleMap(arg(args, 1), "rule")
 	if err != nil {
@@ -564,7 +554,7 @@ func (s vlcStatus) info(category, name string) string {
 func isVLCPlaying(args []any, _ map[string]any) (float64, error) {
 	p, ok := arg(args, 0).(string)
 	if !ok {
-		return 0, fmt.Errorf("TypeError: expected str path, not %s", pyType(arg(args, 0)))
+		return 0, fmt.Errorf("TypeError: expected str path, not %s", pyvalue.TypeName(arg(args, 0)))
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -628,13 +618,25 @@ func isVLCPlaying(args []any, _ map[string]any) (float64, error) {
 func readVlcrc(p any) (string, error) {
 	s, ok := p.(string)
 	if !ok {
-		return "", fmt.Errorf("TypeError: expected str path, not %s", pyType(p))
+		return "", fmt.Errorf("TypeError: expected str path, not %s", pyvalue.TypeName(p))
 	}
 	b, err := os.ReadFile(s)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s", ErrFileNotFound, s)
 	}
 	return string(b), nil
+}
+
+// vlcrcAndRule is the start of vlc.py's metrics over vlcrc: the file a
+// vlc_config getter fetched and the rule dict.
+func vlcrcAndRule(args []any) (cfg string, rule map[string]any, err error) {
+	if cfg, err = readVlcrc(arg(args, 0)); err != nil {
+		return "", nil, err
+	}
+	if rule, err = ruleMap(arg(args, 1), "rule"); err != nil {
+		return "", nil, err
+	}
+	return cfg, rule, nil
 }
 
 // lastSetting is the value after the last "=" of the last line containing
@@ -656,19 +658,23 @@ func expectedSetting(rule map[string]any, k string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f, ok := v.(float64); ok && isInt(f) {
+	if f, ok := v.(float64); ok && pyvalue.IsInt(f) {
 		return strconv.FormatInt(int64(f), 10), nil
 	}
 	return v, nil
 }
 
+// vlcrcCheck is vlc.py's check over one vlcrc setting: the value after the
+// last needle line (def when there is none) against rule[ruleKey].
 func vlcrcCheck(needle, ruleKey, def string) metric {
+	return vlcrcCompare(ruleKey, func(cfg string) string { return lastSetting(cfg, needle, def) })
+}
+
+// vlcrcCompare scores setting(vlcrc) == rule[ruleKey] (an int there
+// compared as its decimal text).
+func vlcrcCompare(ruleKey string, setting func(cfg string) string) metric {
 	return func(args []any, _ map[string]any) (float64, error) {
-		cfg, err := readVlcrc(arg(args, 0))
-		if err != nil {
-			return 0, err
-		}
-		rule, err := ruleMap(arg(args, 1), "rule")
+		cfg, rule, err := vlcrcAndRule(args)
 		if err != nil {
 			return 0, err
 		}
@@ -676,16 +682,12 @@ func vlcrcCheck(needle, ruleKey, def string) metric {
 		if err != nil {
 			return 0, err
 		}
-		return score(pyEqual(lastSetting(cfg, needle, def), want)), nil
+		return score(pyEqual(setting(cfg), want)), nil
 	}
 }
 
 func isVLCRecordingsFolder(args []any, _ map[string]any) (float64, error) {
-	cfg, err := readVlcrc(arg(args, 0))
-	if err != nil {
-		return 0, err
-	}
-	rule, err := ruleMap(arg(args, 1), "rule")
+	cfg, rule, err := vlcrcAndRule(args)
 	if err != nil {
 		return 0, err
 	}
@@ -715,11 +717,7 @@ func isVLCFullscreen(args []any, _ map[string]any) (float64, error) {
 }
 
 func checkQtSliderColours(args []any, _ map[string]any) (float64, error) {
-	cfg, err := readVlcrc(arg(args, 0))
-	if err != nil {
-		return 0, err
-	}
-	rule, err := ruleMap(arg(args, 1), "rule")
+	cfg, rule, err := vlcrcAndRule(args)
 	if err != nil {
 		return 0, err
 	}
@@ -746,43 +744,34 @@ func checkQtSliderColours(args []any, _ map[string]any) (float64, error) {
 	return 0, fmt.Errorf("TypeError: float() argument must be a real number, not 'NoneType' (rule type %v)", rule["type"])
 }
 
-func checkGlobalKeyPlayPause(args []any, _ map[string]any) (float64, error) {
-	cfg, err := readVlcrc(arg(args, 0))
-	if err != nil {
-		return 0, err
+// globalKeyPlayPause is check_global_key_play_pause's reading of vlcrc:
+// "1" when the last global-key-play-pause= line has a value, else "0".
+func globalKeyPlayPause(cfg string) string {
+	if lastSetting(cfg, "global-key-play-pause=", "") == "" {
+		return "0"
 	}
-	rule, err := ruleMap(arg(args, 1), "rule")
-	if err != nil {
-		return 0, err
+	return "1"
+}
+
+// textAndRule is the start of the metrics over a fetched text file: its
+// text and the rule dict (named what in errors). ok is false when the
+// getter found no file, which scores 0, or on err.
+func textAndRule(args []any, what string) (text string, rule map[string]any, ok bool, err error) {
+	if arg(args, 0) == nil {
+		return "", nil, false, nil
 	}
-	want, err := expectedSetting(rule, "expected_global_key_play_pause")
-	if err != nil {
-		return 0, err
+	if text, err = readText(arg(args, 0)); err != nil {
+		return "", nil, false, err
 	}
-	got := "0"
-	for _, line := range strings.Split(cfg, "\n") {
-		if strings.Contains(line, "global-key-play-pause=") {
-			parts := strings.Split(line, "=")
-			if strings.TrimSpace(parts[len(parts)-1]) == "" {
-				got = "0"
-			} else {
-				got = "1"
-			}
-		}
+	if rule, err = ruleMap(arg(args, 1), what); err != nil {
+		return "", nil, false, err
 	}
-	return score(pyEqual(got, want)), nil
+	return text, rule, true, nil
 }
 
 func checkConfigStatus(args []any, _ map[string]any) (float64, error) {
-	if arg(args, 0) == nil {
-		return 0, nil
-	}
-	text, err := readText(arg(args, 0))
-	if err != nil {
-		return 0, err
-	}
-	rule, err := ruleMap(arg(args, 1), "rule")
-	if err != nil {
+	text, rule, ok, err := textAndRule(args, "rule")
+	if !ok {
 		return 0, err
 	}
 	for _, line := range pyLines(text) {
@@ -828,15 +817,8 @@ func checkImageFileSize(args []any, _ map[string]any) (float64, error) {
 var prefRE = regexp.MustCompile(`^user_pref\("((?:[^"]|\\")+)", (.+)\);$`)
 
 func checkThunderbirdPrefs(args []any, _ map[string]any) (float64, error) {
-	if arg(args, 0) == nil {
-		return 0, nil
-	}
-	text, err := readText(arg(args, 0))
-	if err != nil {
-		return 0, err
-	}
-	rule, err := ruleMap(arg(args, 1), "rule")
-	if err != nil {
+	text, rule, ok, err := textAndRule(args, "rule")
+	if !ok {
 		return 0, err
 	}
 	expect, _ := rule["expect"].(map[string]any)
@@ -845,7 +827,7 @@ func checkThunderbirdPrefs(args []any, _ map[string]any) (float64, error) {
 	for k := range expect {
 		got[k] = false
 	}
-	ok := true
+	pass := true
 	for _, l := range pyLines(text) {
 		m := prefRE.FindStringSubmatch(strings.TrimSpace(l))
 		if m == nil {
@@ -866,13 +848,13 @@ func checkThunderbirdPrefs(args []any, _ map[string]any) (float64, error) {
 			if err != nil {
 				return 0, err
 			}
-			ok = ok && !match
+			pass = pass && !match
 		}
 	}
 	for _, g := range got {
-		ok = ok && g
+		pass = pass && g
 	}
-	return score(ok), nil
+	return score(pass), nil
 }
 
 var filterConditionRE = regexp.MustCompile(`\b(?:AND|OR) \((?:[\w ]+),(?:[\w ']+),(?:"(?:(?:[^"]|")+)"|(?:[^)]+))\)|\bALL\b`)
@@ -890,15 +872,8 @@ func pySlice(s string, a, b int) string {
 }
 
 func checkThunderbirdFilter(args []any, _ map[string]any) (float64, error) {
-	if arg(args, 0) == nil {
-		return 0, nil
-	}
-	text, err := readText(arg(args, 0))
-	if err != nil {
-		return 0, err
-	}
-	rules, err := ruleMap(arg(args, 1), "rules")
-	if err != nil {
+	text, rules, ok, err := textAndRule(args, "rules")
+	if !ok {
 		return 0, err
 	}
 	val := func(s string) string {
@@ -940,28 +915,16 @@ func checkThunderbirdFilter(args []any, _ map[string]any) (float64, error) {
 	}
 	expect, _ := asList(rules["expect"])
 	unexpect, _ := asList(rules["unexpect"])
-	got := make([]bool, len(expect))
-	ok := true
-	for _, f := range filters {
-		for i, r := range expect {
-			rm, _ := r.(map[string]any)
-			got[i] = got[i] || matchRecord(rm, f)
-		}
-		for _, r := range unexpect {
-			rm, _ := r.(map[string]any)
-			ok = ok && !matchRecord(rm, f)
-		}
-	}
-	for _, g := range got {
-		ok = ok && g
-	}
-	return score(ok), nil
+	return score(expectUnexpect(filters, expect, unexpect, func(r any, f map[string]any) bool {
+		rm, _ := r.(map[string]any)
+		return matchRecord(rm, f)
+	})), nil
 }
 
 func checkLeftPanel(args []any, _ map[string]any) (float64, error) {
 	tree, ok := arg(args, 0).(string)
 	if !ok {
-		return 0, fmt.Errorf("TypeError: accessibility tree is %s", pyType(arg(args, 0)))
+		return 0, fmt.Errorf("TypeError: accessibility tree is %s", pyvalue.TypeName(arg(args, 0)))
 	}
 	d := xml.NewDecoder(strings.NewReader(tree))
 	for {
@@ -987,7 +950,7 @@ func checkLeftPanel(args []any, _ map[string]any) (float64, error) {
 func checkAutoSavingTime(args []any, _ map[string]any) (float64, error) {
 	p, ok := arg(args, 0).(string)
 	if !ok {
-		return 0, fmt.Errorf("TypeError: expected str path, not %s", pyType(arg(args, 0)))
+		return 0, fmt.Errorf("TypeError: expected str path, not %s", pyvalue.TypeName(arg(args, 0)))
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {

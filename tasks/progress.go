@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // IsTerminal reports whether f is a terminal (a progress bar can redraw).
@@ -58,7 +60,7 @@ func (p *TextProgress) Done(r Result) {
 	}
 	score := ""
 	if r.ScoreBefore != nil {
-		score = " score_before=" + pyRepr(*r.ScoreBefore)
+		score = " score_before=" + pyvalue.Repr(*r.ScoreBefore)
 	}
 	fmt.Fprintf(p.w, "[%d/%d] %s/%s %s%s %.1fs\n", p.done, p.total, r.Domain, r.ID, r.Status, score, r.Seconds)
 }

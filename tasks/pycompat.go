@@ -1,24 +1,24 @@
 package tasks
 
 import (
+	"cmp"
 	"fmt"
-	"math"
-	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/drums-dev/drums/internal/pyfmt"
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // Values that cross from task JSON and getters into metrics are JSON-shaped:
-// nil, bool, float64, string, []any, map[string]any. These helpers give
-// them Python's semantics, which OSWorld's metrics rely on.
+// nil, bool, float64, string, []any, map[string]any. internal/pyvalue gives
+// them bool(), type names, str() and repr(); these helpers add the rest of
+// Python's semantics that OSWorld's metrics rely on.
 
 // pyEqual is Python's == on JSON-shaped values (True == 1, 1 == 1.0, lists
 // and dicts element-wise).
 func pyEqual(a, b any) bool {
-	if na, ok := pyNumber(a); ok {
-		nb, ok := pyNumber(b)
+	if na, ok := pyvalue.Number(a); ok {
+		nb, ok := pyvalue.Number(b)
 		return ok && na == nb
 	}
 	switch x := a.(type) {
@@ -74,22 +74,6 @@ func asList(v any) ([]any, bool) {
 	return nil, false
 }
 
-// pyNumber is the numeric value of a number or bool.
-func pyNumber(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case int:
-		return float64(x), true
-	case bool:
-		if x {
-			return 1, true
-		}
-		return 0, true
-	}
-	return 0, false
-}
-
 // pyIn is Python's `item in container`: substring for strings, membership
 // for lists, key membership for dicts; a TypeError otherwise.
 func pyIn(item, container any) (bool, error) {
@@ -97,7 +81,7 @@ func pyIn(item, container any) (bool, error) {
 	case string:
 		s, ok := item.(string)
 		if !ok {
-			return false, fmt.Errorf("TypeError: 'in <string>' requires string as left operand, not %s", pyType(item))
+			return false, fmt.Errorf("TypeError: 'in <string>' requires string as left operand, not %s", pyvalue.TypeName(item))
 		}
 		return strings.Contains(c, s), nil
 	case []any, []string:
@@ -116,118 +100,42 @@ func pyIn(item, container any) (bool, error) {
 		_, has := c[s]
 		return has, nil
 	}
-	return false, fmt.Errorf("TypeError: argument of type '%s' is not iterable", pyType(container))
+	return false, fmt.Errorf("TypeError: argument of type '%s' is not iterable", pyvalue.TypeName(container))
 }
 
-func pyType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "NoneType"
-	case bool:
-		return "bool"
-	case float64:
-		return "float"
-	case int:
-		return "int"
-	case string:
-		return "str"
-	case []any, []string:
-		return "list"
-	case map[string]any:
-		return "dict"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-// isInt reports whether a JSON number was (very likely) an int literal.
-func isInt(f float64) bool {
-	return f == math.Trunc(f) && math.Abs(f) < 1<<53
-}
-
-// pyStr is Python's str() of a JSON-shaped value. JSON numbers without a
-// fraction are taken as ints.
-func pyStr(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return pyRepr(v)
-}
-
-// pyRepr is Python's repr() of a JSON-shaped value.
-func pyRepr(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "None"
-	case bool:
-		if x {
-			return "True"
-		}
-		return "False"
-	case float64:
-		if isInt(x) {
-			return strconv.FormatInt(int64(x), 10)
-		}
-		return pyfmt.Float(x)
-	case int:
-		return strconv.Itoa(x)
-	case string:
-		return pyfmt.Str(x)
-	case []any, []string:
-		l, _ := asList(x)
-		parts := make([]string, len(l))
-		for i, e := range l {
-			parts[i] = pyRepr(e)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	case map[string]any:
-		// Python keeps insertion order; JSON objects decoded in Go lose it,
-		// so keys are sorted for a stable text.
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		parts := make([]string, len(keys))
-		for i, k := range keys {
-			parts[i] = pyfmt.Str(k) + ": " + pyRepr(x[k])
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	}
-	return fmt.Sprint(v)
-}
-
-// pyCompare is Python's <, <=, >, >= between numbers or between strings; a
-// TypeError otherwise.
+// pyCompare is Python's <, <=, >, >= ("lt", "le", "gt", "ge") between
+// numbers or between strings; a TypeError otherwise.
 func pyCompare(op string, a, b any) (bool, error) {
-	if x, ok := pyNumber(a); ok {
-		if y, ok := pyNumber(b); ok {
-			switch op {
-			case "lt":
-				return x < y, nil
-			case "le":
-				return x <= y, nil
-			case "gt":
-				return x > y, nil
-			case "ge":
-				return x >= y, nil
+	if x, ok := pyvalue.Number(a); ok {
+		if y, ok := pyvalue.Number(b); ok {
+			if r, ok := compareOp(op, x, y); ok {
+				return r, nil
 			}
 		}
 	}
 	if x, ok := a.(string); ok {
 		if y, ok := b.(string); ok {
-			switch op {
-			case "lt":
-				return x < y, nil
-			case "le":
-				return x <= y, nil
-			case "gt":
-				return x > y, nil
-			case "ge":
-				return x >= y, nil
+			if r, ok := compareOp(op, x, y); ok {
+				return r, nil
 			}
 		}
 	}
-	return false, fmt.Errorf("TypeError: '%s' not supported between instances of '%s' and '%s'", op, pyType(a), pyType(b))
+	return false, fmt.Errorf("TypeError: '%s' not supported between instances of '%s' and '%s'", op, pyvalue.TypeName(a), pyvalue.TypeName(b))
+}
+
+// compareOp is x op y; known is false for an op pyCompare does not know.
+func compareOp[T cmp.Ordered](op string, x, y T) (result, known bool) {
+	switch op {
+	case "lt":
+		return x < y, true
+	case "le":
+		return x <= y, true
+	case "gt":
+		return x > y, true
+	case "ge":
+		return x >= y, true
+	}
+	return false, false
 }
 
 // universalNewlines is what Python's text mode does on read.

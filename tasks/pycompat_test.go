@@ -62,17 +62,6 @@ func TestParsePyLiteral(t *testing.T) {
 	}
 }
 
-func TestPyRepr(t *testing.T) {
-	for want, v := range map[string]any{
-		"None": nil, "True": true, "3": 3.0, "0.5": 0.5, "'it'": "it", `"it's"`: "it's",
-		"['a', 1]": []any{"a", 1.0}, "{'a': 1, 'b': None}": map[string]any{"b": nil, "a": 1.0},
-	} {
-		if got := pyRepr(v); got != want {
-			t.Errorf("pyRepr(%#v) = %s, want %s", v, got, want)
-		}
-	}
-}
-
 func TestCompareURLs(t *testing.T) {
 	for _, c := range []struct {
 		a, b string

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // getRuleRelativeTime is get_rule_relativeTime: the rules with the dates
@@ -29,7 +31,7 @@ func getRuleRelativeTime(ctx context.Context, e *Env, cfg Getter) (any, error) {
 	now := e.guestNow(ctx, rules)
 	from, _ := rel["from"].(string)
 	if _, ok := relativeKnown[from]; !ok {
-		return nil, fmt.Errorf("KeyError: %s", pyRepr(from))
+		return nil, fmt.Errorf("KeyError: %s", pyvalue.Repr(from))
 	}
 	to, hasTo := rel["to"].(string)
 	if !hasTo {
@@ -53,7 +55,7 @@ func getRuleRelativeTime(ctx context.Context, e *Env, cfg Getter) (any, error) {
 		return rules, nil
 	}
 	if _, ok := relativeKnown[to]; !ok {
-		return nil, fmt.Errorf("KeyError: %s", pyRepr(to))
+		return nil, fmt.Errorf("KeyError: %s", pyvalue.Repr(to))
 	}
 	fromDay, err := rangeFromDay(now, from)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // Task statuses in the report.
@@ -110,7 +112,7 @@ func scoreText(s *float64) string {
 	if s == nil {
 		return "–"
 	}
-	return pyRepr(*s)
+	return pyvalue.Repr(*s)
 }
 
 func boolText3(b *bool) string {

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/drums-dev/drums/internal/ctxtime"
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // Desktop is a leased desktop as the runner needs it.
@@ -359,7 +362,7 @@ func (r *Runner) episode(ctx context.Context, env *Env, t *Task, res *Result) {
 		return
 	}
 	if r.cfg.Settle > 0 {
-		if err := sleepCtx(ctx, r.cfg.Settle); err != nil {
+		if err := ctxtime.Sleep(ctx, r.cfg.Settle); err != nil {
 			r.finish(res, StatusFailed, err.Error())
 			return
 		}
@@ -388,7 +391,7 @@ func (r *Runner) episode(ctx context.Context, env *Env, t *Task, res *Result) {
 	}
 	reasons := []string{ev.summary()}
 	if res.Feasible && ev.Score != nil && *ev.Score > 0 {
-		reasons = append(reasons, fmt.Sprintf("score before acting is %s for a feasible task: the desktop did not start in the task's initial state (OSWorld's VM gives 0)", pyRepr(*ev.Score)))
+		reasons = append(reasons, fmt.Sprintf("score before acting is %s for a feasible task: the desktop did not start in the task's initial state (OSWorld's VM gives 0)", pyvalue.Repr(*ev.Score)))
 	}
 	reasons = append(reasons, res.Requirements.UnavailableServices()...)
 	for _, s := range res.Requirements.Schemas {
@@ -541,7 +544,7 @@ func Solve(ctx context.Context, env *Env, actions []Action, pause time.Duration)
 		if res.ReturnCode != 0 {
 			return fmt.Errorf("action %d exited %d: %s", i+1, res.ReturnCode, strings.TrimSpace(res.Error))
 		}
-		if err := sleepCtx(ctx, pause); err != nil {
+		if err := ctxtime.Sleep(ctx, pause); err != nil {
 			return err
 		}
 	}

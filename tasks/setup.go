@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/drums-dev/drums/internal/ctxtime"
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // StepResult is what one setup or postconfig step did.
@@ -92,7 +95,7 @@ func (e *Env) WaitReady(ctx context.Context) error {
 		if time.Now().Add(t.Pause).After(deadline) {
 			return fmt.Errorf("guest not ready within %s: %w", t.Ready, err)
 		}
-		if serr := sleepCtx(ctx, t.Pause); serr != nil {
+		if serr := ctxtime.Sleep(ctx, t.Pause); serr != nil {
 			return errors.Join(err, serr)
 		}
 	}
@@ -156,14 +159,14 @@ func (e *Env) runStep(ctx context.Context, s Step) (warning string, err error) {
 		if !ok {
 			return "", fmt.Errorf("sleep seconds %v is not a number", p["seconds"])
 		}
-		return "", sleepCtx(ctx, time.Duration(secs*float64(time.Second)))
+		return "", ctxtime.Sleep(ctx, time.Duration(secs*float64(time.Second)))
 	case "activate_window", "close_window":
 		name, _ := p["window_name"].(string)
 		if name == "" {
 			return "", fmt.Errorf("invalid window name %v", p["window_name"])
 		}
 		endpoint := "/setup/" + s.Type
-		if err := e.Guest.Window(ctx, endpoint, name, truthy(p["strict"]), truthy(p["by_class"])); err != nil {
+		if err := e.Guest.Window(ctx, endpoint, name, pyvalue.Truthy(p["strict"]), pyvalue.Truthy(p["by_class"])); err != nil {
 			return err.Error(), nil
 		}
 		return "", nil
@@ -288,7 +291,7 @@ func (e *Env) uploadRetried(ctx context.Context, vmPath string, data []byte, att
 		if !retry(err) || i == attempts-1 {
 			break
 		}
-		if serr := sleepCtx(ctx, backoff); serr != nil {
+		if serr := ctxtime.Sleep(ctx, backoff); serr != nil {
 			return errors.Join(err, serr)
 		}
 		backoff = min(backoff*2, backoffCap*pause)
@@ -300,10 +303,10 @@ func (e *Env) uploadRetried(ctx context.Context, vmPath string, data []byte, att
 // whitespace; 5 attempts on 502/503/504 and transport errors; any other
 // error status is only logged.
 func (e *Env) launch(ctx context.Context, command, shell any) (string, error) {
-	if !truthy(command) {
+	if !pyvalue.Truthy(command) {
 		return "", errors.New("empty command to launch")
 	}
-	if s, ok := command.(string); ok && !truthy(shell) && len(strings.Fields(s)) > 1 {
+	if s, ok := command.(string); ok && !pyvalue.Truthy(shell) && len(strings.Fields(s)) > 1 {
 		command = strings.Fields(s)
 	}
 	pause := e.timeouts().Pause
@@ -318,7 +321,7 @@ func (e *Env) launch(ctx context.Context, command, shell any) (string, error) {
 			return err.Error(), nil
 		}
 		if i < 4 {
-			if serr := sleepCtx(ctx, backoff); serr != nil {
+			if serr := ctxtime.Sleep(ctx, backoff); serr != nil {
 				return "", errors.Join(err, serr)
 			}
 			backoff = min(backoff*2, backoffCap*pause)
@@ -334,7 +337,7 @@ const untilPause = 300 * time.Millisecond
 // once, or until the `until` condition holds (or 5 requests failed).
 // stdout/stderr name files in the work dir that receive the output.
 func (e *Env) execute(ctx context.Context, p map[string]any) (string, error) {
-	if !truthy(p["command"]) {
+	if !pyvalue.Truthy(p["command"]) {
 		return "", errors.New("empty command to launch")
 	}
 	command, err := Substitute(p["command"], e.Screen)
@@ -380,7 +383,7 @@ func (e *Env) execute(ctx context.Context, p map[string]any) (string, error) {
 		if time.Now().After(deadline) {
 			return "", fmt.Errorf("until %v did not hold within %s", until, e.timeouts().Until)
 		}
-		if serr := sleepCtx(ctx, untilPause); serr != nil {
+		if serr := ctxtime.Sleep(ctx, untilPause); serr != nil {
 			return "", serr
 		}
 	}
@@ -420,7 +423,7 @@ func (e *Env) writeWork(name, content string) error {
 
 // executeWithVerification is _execute_with_verification_setup.
 func (e *Env) executeWithVerification(ctx context.Context, p map[string]any) error {
-	if !truthy(p["command"]) {
+	if !pyvalue.Truthy(p["command"]) {
 		return errors.New("empty command to launch")
 	}
 	maxWait := 10.0

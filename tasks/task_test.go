@@ -163,19 +163,6 @@ func TestSubstitute(t *testing.T) {
 	}
 }
 
-func TestTruthy(t *testing.T) {
-	for _, v := range []any{nil, false, 0.0, "", []any{}, map[string]any{}} {
-		if truthy(v) {
-			t.Errorf("truthy(%#v) = true", v)
-		}
-	}
-	for _, v := range []any{true, 1.0, "true", "false", []any{1.0}, map[string]any{"a": nil}} {
-		if !truthy(v) {
-			t.Errorf("truthy(%#v) = false", v)
-		}
-	}
-}
-
 func TestDownloadName(t *testing.T) {
 	// Python: uuid.uuid5(uuid.NAMESPACE_URL, url)
 	url := "https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main/chrome/6766f2b8-8a72-417f-a9e5-56fcaa735837/helloExtension.zip"

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/drums-dev/drums/internal/ctxtime"
 )
 
 // This file is pyautogui 0.9.54 on X11, function by function: the argument
@@ -411,14 +413,7 @@ func (p *proc) sleepSeconds(ctx context.Context, s float64) error {
 	if p.wait != nil {
 		return p.wait(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return ctxtime.Sleep(ctx, d)
 }
 
 // logScreenshot stands for _logScreenshot, which saves a PNG of the screen
@@ -899,22 +894,7 @@ func (p *proc) dragTo(ctx context.Context, a *args) (pyValue, error) {
 	if err != nil {
 		return none, err
 	}
-	if err := logScreenshot(a.get("logScreenshot")); err != nil {
-		return none, err
-	}
-	upDown := a.get("mouseDownUp").truthy()
-	if upDown {
-		if err := p.downUp(ctx, "mouseDown", a.get("button")); err != nil {
-			return none, err
-		}
-	}
-	if err := p.mouseMoveDrag(ctx, &x, &y, none, none, a.get("duration"), a.get("tween")); err != nil {
-		return none, err
-	}
-	if upDown {
-		return none, p.downUp(ctx, "mouseUp", a.get("button"))
-	}
-	return none, nil
+	return none, p.drag(ctx, a, &x, &y, none, none)
 }
 
 func (p *proc) dragRel(ctx context.Context, a *args) (pyValue, error) {
@@ -942,22 +922,28 @@ func (p *proc) dragRel(ctx context.Context, a *args) (pyValue, error) {
 	if err != nil {
 		return none, err
 	}
+	return none, p.drag(ctx, a, &mx, &my, xo, yo)
+}
+
+// drag is the end both drag functions share: _logScreenshot, mouseDown
+// when mouseDownUp, the move (see mouseMoveDrag), then mouseUp.
+func (p *proc) drag(ctx context.Context, a *args, x, y *int64, xOff, yOff pyValue) error {
 	if err := logScreenshot(a.get("logScreenshot")); err != nil {
-		return none, err
+		return err
 	}
 	upDown := a.get("mouseDownUp").truthy()
 	if upDown {
 		if err := p.downUp(ctx, "mouseDown", a.get("button")); err != nil {
-			return none, err
+			return err
 		}
 	}
-	if err := p.mouseMoveDrag(ctx, &mx, &my, xo, yo, a.get("duration"), a.get("tween")); err != nil {
-		return none, err
+	if err := p.mouseMoveDrag(ctx, x, y, xOff, yOff, a.get("duration"), a.get("tween")); err != nil {
+		return err
 	}
 	if upDown {
-		return none, p.downUp(ctx, "mouseUp", a.get("button"))
+		return p.downUp(ctx, "mouseUp", a.get("button"))
 	}
-	return none, nil
+	return nil
 }
 
 // keyName is `if len(key) > 1: key = key.lower()`.

@@ -43,16 +43,6 @@ func Float(v float64) string {
 	return s
 }
 
-// Number is how Python prints a JSON number it received: an int as an int,
-// a float by repr. JSON decoders in Go see both as float64, so the caller
-// passes whether the literal had a fraction or exponent.
-func Number(v float64, isFloat bool) string {
-	if isFloat {
-		return Float(v)
-	}
-	return strconv.FormatFloat(v, 'f', -1, 64)
-}
-
 // Str is repr(str): single quotes unless the text contains a single quote
 // and no double quote; backslash, the quote, \t \n \r escaped; other
 // non-printable characters as \xNN, \uNNNN or \UNNNNNNNN.

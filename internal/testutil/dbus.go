@@ -1,7 +1,6 @@
 package testutil
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -72,7 +71,7 @@ func StartDBus(t testing.TB, env ...string) *Bus {
 	p := StartCmd(t, cmd)
 	w.Close()
 	defer r.Close()
-	addr, err := readLine(WithTimeout(t), p, r)
+	addr, err := p.readyLine(WithTimeout(t), r)
 	if err != nil {
 		t.Fatalf("dbus-daemon: %v", err)
 	}
@@ -88,34 +87,4 @@ func (b *Bus) Connect(t testing.TB) *dbus.Conn {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return conn
-}
-
-// WaitName blocks until name has an owner on conn: it subscribes to
-// NameOwnerChanged first and then asks, so an owner that appears in between
-// is not missed.
-func WaitName(ctx context.Context, conn *dbus.Conn, name string) error {
-	if err := conn.AddMatchSignalContext(ctx,
-		dbus.WithMatchInterface("org.freedesktop.DBus"),
-		dbus.WithMatchMember("NameOwnerChanged"),
-		dbus.WithMatchArg(0, name)); err != nil {
-		return fmt.Errorf("watch %s: %w", name, err)
-	}
-	ch := make(chan *dbus.Signal, 8)
-	conn.Signal(ch)
-	defer conn.RemoveSignal(ch)
-	var has bool
-	if err := conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, name).Store(&has); err != nil {
-		return fmt.Errorf("ask owner of %s: %w", name, err)
-	}
-	for !has {
-		select {
-		case sig := <-ch:
-			if sig.Name == "org.freedesktop.DBus.NameOwnerChanged" && len(sig.Body) == 3 && sig.Body[0] == name && sig.Body[2] != "" {
-				has = true
-			}
-		case <-ctx.Done():
-			return fmt.Errorf("wait for %s: %w", name, ctx.Err())
-		}
-	}
-	return nil
 }

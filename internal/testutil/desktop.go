@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/drums-dev/drums/internal/ready"
 )
 
 // Desktop is a private desktop for one test: Xvfb, a session bus, optionally
@@ -98,7 +100,7 @@ func startA11y(t testing.TB, d *Desktop) string {
 	conn := d.Bus.Connect(t)
 	ctx := WithTimeout(t)
 	Start(t, d.Env(), launcher, "--launch-immediately", "--a11y=1")
-	if err := WaitName(ctx, conn, "org.a11y.Bus"); err != nil {
+	if err := ready.NameOwner(ctx, conn, "org.a11y.Bus"); err != nil {
 		t.Fatalf("at-spi-bus-launcher: %v", err)
 	}
 	var addr string

@@ -1,8 +1,8 @@
 package testutil
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drums-dev/drums/internal/ready"
 )
 
 // ReadyTimeout bounds how long a daemon may take to say it is ready. It must
@@ -81,29 +83,14 @@ func (p *Proc) Done() <-chan struct{} { return p.done }
 // Err is the process's exit error once Done is closed.
 func (p *Proc) Err() error { <-p.done; return p.err }
 
-// readLine reads one line from r, failing if the process exits first or the
-// deadline passes. It is how daemons that print their readiness are awaited.
-func readLine(ctx context.Context, p *Proc, r io.Reader) (string, error) {
-	type result struct {
-		line string
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		line, err := bufio.NewReader(r).ReadString('\n')
-		ch <- result{strings.TrimSpace(line), err}
-	}()
-	select {
-	case res := <-ch:
-		if res.err != nil && res.line == "" {
-			return "", fmt.Errorf("read readiness line: %w", res.err)
-		}
-		return res.line, nil
-	case <-p.done:
+// readyLine is the first line the process prints on r (see ready.Line),
+// with its exit status in the error when it exits first.
+func (p *Proc) readyLine(ctx context.Context, r io.Reader) (string, error) {
+	line, err := ready.Line(ctx, r, p.done)
+	if errors.Is(err, ready.ErrExited) {
 		return "", fmt.Errorf("%s exited before it was ready: %v", p.Cmd.Path, p.err)
-	case <-ctx.Done():
-		return "", ctx.Err()
 	}
+	return line, err
 }
 
 // baseEnv is the environment every test process starts from: enough to find

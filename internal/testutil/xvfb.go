@@ -36,7 +36,7 @@ func StartXvfb(t testing.TB, width, height int) *X {
 	p := StartCmd(t, cmd)
 	w.Close()
 	defer r.Close()
-	line, err := readLine(WithTimeout(t), p, r)
+	line, err := p.readyLine(WithTimeout(t), r)
 	if err != nil {
 		t.Fatalf("Xvfb: %v", err)
 	}

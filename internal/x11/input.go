@@ -9,6 +9,8 @@ import (
 
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
+
+	"github.com/drums-dev/drums/internal/ctxtime"
 )
 
 // Keysyms this package uses by value.
@@ -173,12 +175,8 @@ func (c *conn) awaitPointer(ctx context.Context, x, y int) error {
 	x, y = max(0, min(x, w-1)), max(0, min(y, h-1))
 	deadline := time.Now().Add(motionSettle)
 	for (int(p.RootX) != x || int(p.RootY) != y) && time.Now().Before(deadline) {
-		t := time.NewTimer(motionPoll)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
+		if err := ctxtime.Sleep(ctx, motionPoll); err != nil {
+			return err
 		}
 		if p, err = c.pointer(ctx); err != nil {
 			return err
@@ -348,12 +346,8 @@ func (c *conn) bindLocked(ctx context.Context, b *batch, km *keymap, sym xproto.
 			if err := c.sync(ctx); err != nil {
 				return 0, err
 			}
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return 0, ctx.Err()
+			if err := ctxtime.Sleep(ctx, wait); err != nil {
+				return 0, err
 			}
 		}
 	}

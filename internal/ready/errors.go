@@ -1,0 +1,7 @@
+package ready
+
+import "errors"
+
+// ErrExited is Line's error when the daemon exited before it printed its
+// line.
+var ErrExited = errors.New("exited before it was ready")
