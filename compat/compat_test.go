@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -459,5 +460,34 @@ func TestNormalizeSortsAllow(t *testing.T) {
 	b := Response{Status: 405, Header: http.Header{"Allow": {"OPTIONS, POST"}, "Content-Type": {"text/html; charset=utf-8"}}}
 	if d := Diff(0, Normalize(Observation{Response: a}, Compare{}), Normalize(Observation{Response: b}, Compare{}), nil, nil); len(d) != 0 {
 		t.Fatalf("Allow order: %+v", d)
+	}
+}
+
+func TestReportFindsStaleKnownDifferences(t *testing.T) {
+	a, err := ParseAllowlist([]byte(`{"entries":[
+		{"id":"bug","kind":"upstream-bug","cases":["x/*"],"fields":["status"],"reason":"r"},
+		{"id":"flaky","kind":"nondeterminism","cases":["x/*"],"fields":["json.t"],"reason":"r"}]}`), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff := []Difference{{Field: "status", Upstream: "500", Guestd: "200"}}
+	cases := []CaseResult{
+		{Name: "x/differs", Differences: diff},
+		{Name: "x/now-same"},
+		{Name: "x/skipped", Verdict: Skipped},
+		{Name: "y/other"},
+	}
+	for i := range cases {
+		if cases[i].Verdict != Skipped {
+			cases[i].classify(a)
+		}
+	}
+	r := &Report{Cases: cases}
+	r.finish(a)
+	if want := []string{"bug: x/now-same"}; !slices.Equal(r.StaleAllowed, want) {
+		t.Errorf("stale %q, want %q", r.StaleAllowed, want)
+	}
+	if !slices.Equal(r.UnusedAllowed, []string{"flaky"}) {
+		t.Errorf("unused %q", r.UnusedAllowed)
 	}
 }

@@ -13,4 +13,6 @@
 // started. Cases that change the desktop run setup, steps and cleanup once
 // per server (upstream first); read-only ones set up once and ask both.
 // External runs the same cases on a desktop brought up by someone else.
+// Bench times the requests of latency.json against both servers on the
+// same desktop, interleaved, for the latency comparison.
 package compat

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -35,8 +36,12 @@ type Report struct {
 	Reasons []IntendedSummary `json:"intended_differences"`
 	// UnusedAllowed lists known-difference entries that covered nothing in
 	// this run (stale, or their cases were skipped).
-	UnusedAllowed []string     `json:"unused_known_differences,omitempty"`
-	Cases         []CaseResult `json:"cases"`
+	UnusedAllowed []string `json:"unused_known_differences,omitempty"`
+	// StaleAllowed lists "entry: case" pairs where the case ran and
+	// compared but the entry explained nothing in it: the difference it
+	// names is gone, and the entry would hide its return.
+	StaleAllowed []string     `json:"stale_known_differences,omitempty"`
+	Cases        []CaseResult `json:"cases"`
 }
 
 // RouteTotals counts the cases of one route by verdict.
@@ -127,6 +132,15 @@ func (r *Report) finish(a *Allowlist) {
 			} else {
 				r.UnusedAllowed = append(r.UnusedAllowed, e.ID)
 			}
+			if e.Kind == "nondeterminism" {
+				continue // may rightly explain nothing in one run
+			}
+			for _, c := range r.Cases {
+				compared := c.Verdict == Same || c.Verdict == Intended || c.Verdict == Different
+				if compared && matchAny(e.Cases, c.Name) && !slices.Contains(used[e.ID], c.Name) {
+					r.StaleAllowed = append(r.StaleAllowed, e.ID+": "+c.Name)
+				}
+			}
 		}
 	}
 }
@@ -177,6 +191,9 @@ func (r *Report) Markdown() string {
 	}
 	if len(r.UnusedAllowed) > 0 {
 		p("\nKnown-difference entries that covered nothing in this run: %s\n", strings.Join(r.UnusedAllowed, ", "))
+	}
+	if len(r.StaleAllowed) > 0 {
+		p("\nStale known differences (the case ran without the difference): %s\n", strings.Join(r.StaleAllowed, ", "))
 	}
 	order := []Verdict{Different, Error, Skipped, Intended, Same}
 	for _, v := range order {

@@ -45,10 +45,15 @@ type compatConfig struct {
 	UpstreamURL string
 	GuestdURL   string
 	Exec        string
+	Bench       bool
+	BenchFile   string
+	BenchN      int
+	BenchWarmup int
+	BenchOut    string
 }
 
 func runCompat(ctx context.Context, args []string) error {
-	cfg := compatConfig{Out: "compat-report"}
+	cfg := compatConfig{Out: "compat-report", BenchN: 30, BenchWarmup: 3}
 	fs := flag.NewFlagSet("compat", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: drums compat [flags]
@@ -64,6 +69,11 @@ directory with main.py and pyxcursor.py) with $DRUMS_UPSTREAM_PYTHONPATH.
 With --upstream-url, --guestd-url and --exec it uses a desktop you brought
 up yourself instead (for example a real OSWorld VM running both servers).
 
+With --bench it compares latency instead, on the same desktop: each
+benchmark (compat/latency.json, or --bench-file) is sent --bench-n times to
+each server, interleaved, and the medians, 95th percentiles and ratios are
+printed (and written to --bench-out as Markdown).
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -72,10 +82,15 @@ Flags:
 	fs.StringVar(&cfg.Known, "known", "", "known-differences file instead of the built-in, reviewed one")
 	fs.StringVar(&cfg.Out, "out", cfg.Out, "directory for report.md and report.json")
 	fs.BoolVar(&cfg.IncludeSlow, "include-slow", false, "also run the slow cases that wait out upstream's fixed timeouts (120 s, 30 s, 1800 s)")
-	fs.StringVar(&cfg.Only, "run", "", "only cases whose names match one of these comma-separated globs (e.g. 'execute/*,file/*')")
+	fs.StringVar(&cfg.Only, "run", "", "only cases (or with --bench, benchmarks) whose names match one of these comma-separated globs (e.g. 'execute/*,file/*')")
 	fs.StringVar(&cfg.UpstreamURL, "upstream-url", "", "upstream main.py of an existing desktop (needs --guestd-url and --exec)")
 	fs.StringVar(&cfg.GuestdURL, "guestd-url", "", "guestd of the same existing desktop")
 	fs.StringVar(&cfg.Exec, "exec", "", "command prefix that runs a command inside the existing desktop as its user, split on spaces (e.g. 'ip netns exec NS runuser -u user --')")
+	fs.BoolVar(&cfg.Bench, "bench", false, "time requests against both servers instead of comparing answers")
+	fs.StringVar(&cfg.BenchFile, "bench-file", "", "benchmark file (JSON) to run instead of the built-in latency benchmarks")
+	fs.IntVar(&cfg.BenchN, "bench-n", cfg.BenchN, "timed requests per server and benchmark")
+	fs.IntVar(&cfg.BenchWarmup, "bench-warmup", cfg.BenchWarmup, "untimed requests per server sent before the timed ones")
+	fs.StringVar(&cfg.BenchOut, "bench-out", "", "also write the latency table as Markdown to this file")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return nil
 	} else if err != nil {
@@ -89,25 +104,24 @@ Flags:
 		return fmt.Errorf("--upstream-url, --guestd-url and --exec go together")
 	}
 
-	cases, err := compat.BuiltinCases()
-	if cfg.Cases != "" {
-		cases, err = compat.LoadCases(cfg.Cases)
+	if cfg.Bench && (cfg.BenchN < 1 || cfg.BenchWarmup < 0) {
+		return fmt.Errorf("--bench-n must be at least 1 and --bench-warmup at least 0")
 	}
-	if err != nil {
-		return err
+	if !cfg.Bench && (cfg.BenchFile != "" || cfg.BenchOut != "") {
+		return fmt.Errorf("--bench-file and --bench-out need --bench")
 	}
-	if cfg.Only != "" {
-		cases = compat.Select(cases, strings.Split(cfg.Only, ","))
-		if len(cases) == 0 {
-			return fmt.Errorf("no case matches --run %q", cfg.Only)
+	var benches []compat.Benchmark
+	var cases []compat.Case
+	var allow *compat.Allowlist
+	var err error
+	if cfg.Bench {
+		if benches, err = loadBenchmarks(cfg); err != nil {
+			return err
 		}
-	}
-	allow, err := compat.BuiltinAllowlist()
-	if cfg.Known != "" {
-		allow, err = compat.LoadAllowlist(cfg.Known)
-	}
-	if err != nil {
-		return err
+	} else {
+		if cases, allow, err = loadCases(cfg); err != nil {
+			return err
+		}
 	}
 
 	var desk compat.Desktop
@@ -148,6 +162,9 @@ Flags:
 		desk, desc = sd, sd.Describe()
 	}
 
+	if cfg.Bench {
+		return runBench(ctx, cfg, args, desk, desc, benches)
+	}
 	fmt.Fprintf(os.Stderr, "compat: %d cases, upstream %s, guestd %s\n", len(cases), desk.URL(compat.Upstream), desk.URL(compat.Guestd))
 	rep, err := compat.Run(ctx, desk, cases, compat.Options{IncludeSlow: cfg.IncludeSlow, Allow: allow, Progress: os.Stderr})
 	if err != nil {
@@ -163,6 +180,70 @@ Flags:
 		t[compat.Same], t[compat.Intended], t[compat.Different], t[compat.Error], t[compat.Skipped], cfg.Out)
 	if rep.Failed() {
 		return fmt.Errorf("%d unexplained differences, %d cases that could not run", t[compat.Different], t[compat.Error])
+	}
+	return nil
+}
+
+// loadCases reads the cases (built-in or --cases), keeps those --run
+// selects, and reads the known differences.
+func loadCases(cfg compatConfig) ([]compat.Case, *compat.Allowlist, error) {
+	cases, err := compat.BuiltinCases()
+	if cfg.Cases != "" {
+		cases, err = compat.LoadCases(cfg.Cases)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg.Only != "" {
+		cases = compat.Select(cases, strings.Split(cfg.Only, ","))
+		if len(cases) == 0 {
+			return nil, nil, fmt.Errorf("no case matches --run %q", cfg.Only)
+		}
+	}
+	allow, err := compat.BuiltinAllowlist()
+	if cfg.Known != "" {
+		allow, err = compat.LoadAllowlist(cfg.Known)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return cases, allow, nil
+}
+
+// loadBenchmarks reads the benchmarks (built-in or --bench-file) and keeps
+// those --run selects.
+func loadBenchmarks(cfg compatConfig) ([]compat.Benchmark, error) {
+	bs, err := compat.BuiltinBenchmarks()
+	if cfg.BenchFile != "" {
+		bs, err = compat.LoadBenchmarks(cfg.BenchFile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Only != "" {
+		bs = compat.SelectBenchmarks(bs, strings.Split(cfg.Only, ","))
+		if len(bs) == 0 {
+			return nil, fmt.Errorf("no benchmark matches --run %q", cfg.Only)
+		}
+	}
+	return bs, nil
+}
+
+// runBench times the benchmarks on desk and prints the table.
+func runBench(ctx context.Context, cfg compatConfig, args []string, desk compat.Desktop, desc string, bs []compat.Benchmark) error {
+	fmt.Fprintf(os.Stderr, "compat: %d benchmarks, %d requests each per server, upstream %s, guestd %s\n", len(bs), cfg.BenchN, desk.URL(compat.Upstream), desk.URL(compat.Guestd))
+	rep, err := compat.Bench(ctx, desk, bs, compat.BenchOptions{N: cfg.BenchN, Warmup: cfg.BenchWarmup, Progress: os.Stderr})
+	if err != nil {
+		return err
+	}
+	rep.Command = "drums compat " + strings.Join(args, " ")
+	rep.Desktop = desc
+	md := rep.Markdown()
+	fmt.Print(md)
+	if cfg.BenchOut != "" {
+		if err := os.WriteFile(cfg.BenchOut, []byte("# guestd against upstream main.py: latency\n\n"+md), 0o644); err != nil {
+			return fmt.Errorf("write bench report: %w", err)
+		}
 	}
 	return nil
 }

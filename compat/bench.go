@@ -1,0 +1,393 @@
+package compat
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// BenchFile is a latency benchmark file: requests timed against both
+// servers on one desktop.
+//
+//	{"benchmarks": [{"name": "screenshot", "request": {...}, "expect": {"status": "200"}}]}
+type BenchFile struct {
+	Benchmarks []Benchmark `json:"benchmarks"`
+}
+
+// Benchmark is one request timed N times against each server, with the
+// desktop prepared by Setup (as in a Case) and restored by Cleanup. Every
+// answer of both servers must satisfy Expect, so that a fast failure is
+// never timed as a fast answer.
+type Benchmark struct {
+	Name    string   `json:"name"`
+	Doc     string   `json:"doc"`
+	Needs   []string `json:"needs,omitempty"`
+	Setup   []Action `json:"setup,omitempty"`
+	Request Request  `json:"request"`
+	// Expect maps a field of the normalised answer (see Normalize) to a
+	// regular expression its whole value must match, e.g.
+	// {"status": "200", "json.returncode": "0"}.
+	Expect  map[string]string `json:"expect"`
+	Cleanup []Action          `json:"cleanup,omitempty"`
+
+	expect map[string]*regexp.Regexp
+}
+
+//go:embed latency.json
+var builtinBench []byte
+
+// BuiltinBenchmarks parses the embedded latency benchmarks (latency.json).
+func BuiltinBenchmarks() ([]Benchmark, error) {
+	return ParseBenchmarks(builtinBench, "latency.json")
+}
+
+// LoadBenchmarks reads a user's benchmark file.
+func LoadBenchmarks(file string) ([]Benchmark, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read benchmark file: %w", err)
+	}
+	return ParseBenchmarks(data, file)
+}
+
+// ParseBenchmarks decodes and validates a benchmark file; unknown keys
+// are errors, as in case files.
+func ParseBenchmarks(data []byte, source string) ([]Benchmark, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f BenchFile
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("parse %s: %w: %w", source, ErrBadCase, err)
+	}
+	if len(f.Benchmarks) == 0 {
+		return nil, fmt.Errorf("parse %s: %w: no benchmarks", source, ErrBadCase)
+	}
+	seen := map[string]bool{}
+	for i := range f.Benchmarks {
+		b := &f.Benchmarks[i]
+		if err := b.validate(); err != nil {
+			return nil, fmt.Errorf("parse %s: benchmark %d (%s): %w", source, i, b.Name, err)
+		}
+		if seen[b.Name] {
+			return nil, fmt.Errorf("parse %s: %w: benchmark name %q used twice", source, ErrBadCase, b.Name)
+		}
+		seen[b.Name] = true
+	}
+	return f.Benchmarks, nil
+}
+
+// SelectBenchmarks keeps the benchmarks whose names match one of the globs.
+func SelectBenchmarks(bs []Benchmark, globs []string) []Benchmark {
+	var out []Benchmark
+	for _, b := range bs {
+		if matchAny(globs, b.Name) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func (b *Benchmark) validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrBadCase, fmt.Sprintf(format, a...))
+	}
+	if !caseName.MatchString(b.Name) {
+		return bad("name %q must be lower-case letters, digits and ._/-", b.Name)
+	}
+	for i := range b.Setup {
+		if err := b.Setup[i].validate(); err != nil {
+			return bad("setup %d: %v", i, err)
+		}
+	}
+	for i := range b.Cleanup {
+		if err := b.Cleanup[i].validate(); err != nil {
+			return bad("cleanup %d: %v", i, err)
+		}
+	}
+	st := Step{Request: b.Request}
+	if err := st.validate(); err != nil {
+		return bad("request: %v", err)
+	}
+	if b.Expect["status"] == "" {
+		return bad("expect must at least name the status")
+	}
+	b.expect = map[string]*regexp.Regexp{}
+	for field, pat := range b.Expect {
+		re, err := regexp.Compile(`^(?s:` + pat + `)$`)
+		if err != nil {
+			return bad("expect %s: %v", field, err)
+		}
+		b.expect[field] = re
+	}
+	return nil
+}
+
+// check returns why an answer does not satisfy Expect, or "".
+func (b *Benchmark) check(r Response) string {
+	v := Normalize(Observation{Response: r}, Compare{})
+	got := map[string]string{}
+	for _, f := range v {
+		got[f.Name] = f.Value
+	}
+	for _, field := range sortedKeys(b.expect) {
+		val, ok := got[field]
+		if !ok {
+			return fmt.Sprintf("%s is absent (answer: %s)", field, clip(summary(v), 300))
+		}
+		if !b.expect[field].MatchString(val) {
+			return fmt.Sprintf("%s is %s, expected %s (answer: %s)", field, clip(val, 200), b.Expect[field], clip(summary(v), 300))
+		}
+	}
+	return ""
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// BenchOptions steer a latency run.
+type BenchOptions struct {
+	// N is the number of timed requests per server and benchmark.
+	N int
+	// Warmup requests per server are sent first and not timed (a first
+	// AT-SPI walk dials every application; a first screenshot maps the
+	// shared memory).
+	Warmup int
+	// Progress receives one line per benchmark (nil: silent).
+	Progress io.Writer
+}
+
+// Stats summarises the latencies of one server on one benchmark.
+type Stats struct {
+	N      int           `json:"n"`
+	Median time.Duration `json:"median_ns"`
+	P95    time.Duration `json:"p95_ns"`
+	Min    time.Duration `json:"min_ns"`
+	Max    time.Duration `json:"max_ns"`
+}
+
+// NewStats computes the median and the 95th percentile (nearest rank:
+// the smallest sample at or above 95% of the samples) of d.
+func NewStats(d []time.Duration) Stats {
+	if len(d) == 0 {
+		return Stats{}
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	n := len(s)
+	median := s[n/2]
+	if n%2 == 0 {
+		median = (s[n/2-1] + s[n/2]) / 2
+	}
+	rank := int(math.Ceil(0.95*float64(n))) - 1
+	return Stats{N: n, Median: median, P95: s[rank], Min: s[0], Max: s[n-1]}
+}
+
+// BenchResult is one benchmark's outcome.
+type BenchResult struct {
+	Name     string `json:"name"`
+	Doc      string `json:"doc"`
+	Method   string `json:"method"`
+	Path     string `json:"path"`
+	Request  string `json:"request"`
+	Upstream Stats  `json:"upstream"`
+	Guestd   Stats  `json:"guestd"`
+	// LoadBefore and LoadAfter are the host's 1-minute load averages.
+	LoadBefore string `json:"load_before"`
+	LoadAfter  string `json:"load_after"`
+}
+
+// MedianRatio is upstream's median over guestd's: how many times faster
+// guestd answers.
+func (b BenchResult) MedianRatio() float64 { return ratio(b.Upstream.Median, b.Guestd.Median) }
+
+// P95Ratio is the same for the 95th percentile.
+func (b BenchResult) P95Ratio() float64 { return ratio(b.Upstream.P95, b.Guestd.P95) }
+
+func ratio(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// BenchReport is a latency run: the machine it ran on and every result.
+type BenchReport struct {
+	Started  time.Time     `json:"started"`
+	Command  string        `json:"command,omitempty"`
+	Desktop  string        `json:"desktop,omitempty"`
+	Machine  string        `json:"machine"`
+	N        int           `json:"n"`
+	Warmup   int           `json:"warmup"`
+	Results  []BenchResult `json:"results"`
+	Upstream string        `json:"upstream"`
+	Guestd   string        `json:"guestd"`
+}
+
+// Bench times every benchmark on d: setup, Warmup untimed requests per
+// server, then N rounds of one request to each server, alternating which
+// goes first so that both share the desktop's and the host's noise, then
+// cleanup. Each request opens a new connection, as OSWorld's clients do
+// (requests.post without a session), and is timed from the dial to the
+// last byte of the body. A failed setup or an answer that does not match
+// Expect fails the run: numbers of a broken request mean nothing.
+func Bench(ctx context.Context, d Desktop, bs []Benchmark, opts BenchOptions) (*BenchReport, error) {
+	if opts.N < 1 {
+		return nil, fmt.Errorf("bench: %w: N must be at least 1", ErrBadCase)
+	}
+	r := &runner{d: d, client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+	rep := &BenchReport{Started: time.Now().UTC(), Machine: MachineInfo(), N: opts.N, Warmup: opts.Warmup,
+		Upstream: d.URL(Upstream), Guestd: d.URL(Guestd)}
+	for i := range bs {
+		b := &bs[i]
+		res, err := r.bench(ctx, b, opts)
+		if err != nil {
+			return nil, fmt.Errorf("bench %s: %w", b.Name, err)
+		}
+		rep.Results = append(rep.Results, res)
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "[%d/%d] %-32s upstream %s / %s, guestd %s / %s (median / p95), %.1fx faster\n",
+				i+1, len(bs), b.Name, ms(res.Upstream.Median), ms(res.Upstream.P95), ms(res.Guestd.Median), ms(res.Guestd.P95), res.MedianRatio())
+		}
+	}
+	return rep, nil
+}
+
+func (r *runner) bench(ctx context.Context, b *Benchmark, opts BenchOptions) (res BenchResult, err error) {
+	res = BenchResult{Name: b.Name, Doc: b.Doc, Method: b.Request.Method, Path: b.Request.Path, Request: describeRequest(&b.Request)}
+	missing, err := r.missing(ctx, b.Needs)
+	if err != nil {
+		return res, err
+	}
+	if len(missing) > 0 {
+		return res, fmt.Errorf("the desktop lacks %s", strings.Join(missing, ", "))
+	}
+	defer func() {
+		if cerr := r.actions(ctx, b.Cleanup, "cleanup"); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if err := r.actions(ctx, b.Setup, "setup"); err != nil {
+		return res, err
+	}
+	servers := [2]Server{Upstream, Guestd}
+	timed := map[Server][]time.Duration{}
+	res.LoadBefore = loadAverage()
+	for round := 0; round < opts.Warmup+opts.N; round++ {
+		for k := range 2 {
+			s := servers[(round+k)%2] // upstream first in even rounds, guestd in odd ones
+			start := time.Now()
+			resp := send(ctx, r.client, r.d.URL(s), &b.Request)
+			took := time.Since(start)
+			if why := b.check(resp); why != "" {
+				return res, fmt.Errorf("%s, round %d: %s", s, round+1, why)
+			}
+			if round >= opts.Warmup {
+				timed[s] = append(timed[s], took)
+			}
+		}
+	}
+	res.LoadAfter = loadAverage()
+	res.Upstream, res.Guestd = NewStats(timed[Upstream]), NewStats(timed[Guestd])
+	return res, nil
+}
+
+// Markdown renders the report: what was run where, then the table.
+func (rep *BenchReport) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "- command: `%s`\n", rep.Command)
+	fmt.Fprintf(&b, "- date: %s\n", rep.Started.Format(time.RFC3339))
+	fmt.Fprintf(&b, "- machine: %s\n", rep.Machine)
+	if rep.Desktop != "" {
+		fmt.Fprintf(&b, "- desktop: %s\n", rep.Desktop)
+	}
+	fmt.Fprintf(&b, "- %d timed requests per server and row after %d untimed, interleaved (upstream first in even rounds, guestd first in odd ones), a new connection per request\n\n", rep.N, rep.Warmup)
+	b.WriteString("| request | upstream median | upstream p95 | guestd median | guestd p95 | ratio median | ratio p95 | load 1 min (before → after) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rep.Results {
+		label := "`" + r.Method + " " + r.Path + "`"
+		if r.Doc != "" {
+			label += ", " + r.Doc
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | **%.1fx** | %.1fx | %s → %s |\n",
+			label, ms(r.Upstream.Median), ms(r.Upstream.P95), ms(r.Guestd.Median), ms(r.Guestd.P95),
+			r.MedianRatio(), r.P95Ratio(), r.LoadBefore, r.LoadAfter)
+	}
+	b.WriteString("\nratio = upstream / guestd (how many times faster guestd answers). The requests as sent:\n\n")
+	for _, r := range rep.Results {
+		fmt.Fprintf(&b, "- %s: `%s`\n", r.Name, r.Request)
+	}
+	return b.String()
+}
+
+// ms renders a duration in milliseconds with a precision that suits it.
+func ms(d time.Duration) string {
+	v := float64(d) / float64(time.Millisecond)
+	switch {
+	case v < 1:
+		return fmt.Sprintf("%.2f ms", v)
+	case v < 100:
+		return fmt.Sprintf("%.1f ms", v)
+	}
+	return fmt.Sprintf("%.0f ms", v)
+}
+
+// loadAverage is the host's 1-minute load average, or "?" where /proc
+// does not have it.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
+}
+
+// MachineInfo describes the host for a benchmark record: CPU model and
+// count, memory, kernel, Go version and the load averages now.
+func MachineInfo() string {
+	cpu := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := "?"
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		if _, err := fmt.Sscanf(string(data), "MemTotal: %d kB", &kb); err == nil {
+			mem = fmt.Sprintf("%.0f GiB", float64(kb)/(1<<20))
+		}
+	}
+	kernel := "?"
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = strings.TrimSpace(string(data))
+	}
+	load := "?"
+	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(data)); len(f) >= 3 {
+			load = strings.Join(f[:3], " ")
+		}
+	}
+	return fmt.Sprintf("%d × %s, %s RAM, kernel %s, %s, load average %s at the start", runtime.NumCPU(), cpu, mem, kernel, runtime.Version(), load)
+}
