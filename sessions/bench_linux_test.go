@@ -24,9 +24,9 @@ import (
 
 const benchSessions = 20
 
-// idleSettle is how long the desktops idle before their memory is read:
-// guestd's first screenshot (the readiness probe) leaves ~8 MiB of garbage
-// that Go collects at its 2-minute forced GC and then returns to the OS.
+// idleSettle is how long the desktops idle before their memory is read: an
+// idle desktop is measured, and guestd frees its heap after 2 s without
+// requests and its screenshot shared memory after 60 s (guestd/idle.go).
 const idleSettle = 150 * time.Second
 
 func percentile(d []time.Duration, p float64) time.Duration {
@@ -144,8 +144,8 @@ func BenchmarkLifecycle(b *testing.B) {
 			ss = append(ss, s)
 		}
 		steps.print()
-		// Idle PSS with all of them up: let the desktops settle first (Go's
-		// scavenger returns guestd's screenshot buffers within a minute).
+		// Idle PSS with all of them up, once every desktop has idled
+		// past guestd's release stages.
 		time.Sleep(idleSettle)
 		var totals []int
 		names := map[string]int{}

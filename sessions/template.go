@@ -10,7 +10,7 @@ import (
 
 // templateVersion changes whenever a template's layout changes; sessions
 // refuse a template of another version, so an upgrade asks for a rebuild.
-const templateVersion = 2
+const templateVersion = 3
 
 // TemplateManifest describes a built template layer.
 type TemplateManifest struct {

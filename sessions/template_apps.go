@@ -78,6 +78,27 @@ func videoDefaults() string {
 	return b.String()
 }
 
+// libreofficeSettings seeds the user's LibreOffice profile (LibreOffice
+// makes the rest of it on first start) with the Tip of the Day off, as on
+// OSWorld's VM, whose LibreOffice had been started before. Otherwise the
+// dialog opens over every first document and takes the keys that task
+// setups send: libreoffice_impress/ef9d12bd's menu walk, meant to close the
+// slide pane, went into the dialog and left the task solved before acting.
+const libreofficeSettings = `<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="ShowTipOfTheDay" oor:op="fuse"><value>false</value></prop></item>
+</oor:items>
+`
+
+// pulseDefaults is read by PulseAudio after its default.pa, once
+// module-always-sink has made the null sink a desktop without sound hardware
+// gets. A new sink starts at 100%, where a fresh Ubuntu desktop's output is
+// well below it; OSWorld's "turn the volume up to the max" task (os/28cc3b7e)
+// would otherwise be solved before the agent acts.
+const pulseDefaults = `# drums: the output volume a fresh desktop starts with (40%).
+set-sink-volume @DEFAULT_SINK@ 26214
+`
+
 // vlcMailcap lets xdg-open play a video with VLC when Totem, which
 // defaults.list names, is absent: xdg-open then asks run-mailcap, which reads
 // /usr/local/etc/mailcap after /etc/mailcap (where Debian lists VLC for a few

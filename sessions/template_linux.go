@@ -151,6 +151,7 @@ func (b *layerBuilder) build(m *TemplateManifest) error {
 		// The bind-mount target of guestd (an empty placeholder).
 		{strings.TrimPrefix(guestdInSession, "/"), "", 0o755},
 		{"usr/share/applications/defaults.list", videoDefaults(), 0o644},
+		{"etc/pulse/default.pa.d/drums.pa", pulseDefaults, 0o644},
 	}
 	for _, f := range files {
 		if err := b.writeFile(f.path, []byte(f.data), f.mode, 0, 0); err != nil {
@@ -363,7 +364,12 @@ func (b *layerBuilder) home(u User) error {
 	if err := b.writeFile(filepath.Join(home, ".config/user-dirs.locale"), []byte("en_US\n"), 0o644, u.UID, u.GID); err != nil {
 		return err
 	}
-	if err := b.mkdir(filepath.Join(home, ".config/vlc"), 0o700, u.UID, u.GID); err != nil {
+	for _, d := range []string{".config/vlc", ".config/libreoffice", ".config/libreoffice/4", ".config/libreoffice/4/user"} {
+		if err := b.mkdir(filepath.Join(home, d), 0o700, u.UID, u.GID); err != nil {
+			return err
+		}
+	}
+	if err := b.writeFile(filepath.Join(home, ".config/libreoffice/4/user/registrymodifications.xcu"), []byte(libreofficeSettings), 0o644, u.UID, u.GID); err != nil {
 		return err
 	}
 	return b.writeFile(filepath.Join(home, ".config/vlc/vlcrc"), []byte(vlcrc), 0o644, u.UID, u.GID)

@@ -99,8 +99,13 @@ func TestTemplateBuild(t *testing.T) {
 	if i := strings.LastIndex(vlc, "\n["); !strings.HasPrefix(vlc[i+1:], "[core]") {
 		t.Error("vlcrc: [core] is not the last section")
 	}
-	if st, err := os.Stat(filepath.Join(rootfs, "home/user/.config/vlc/vlcrc")); err != nil || st.Sys().(*syscall.Stat_t).Uid != 1000 {
-		t.Errorf("vlcrc is not the user's: %v", err)
+	for _, p := range []string{".config/vlc/vlcrc", ".config/libreoffice", ".config/libreoffice/4/user/registrymodifications.xcu"} {
+		if st, err := os.Stat(filepath.Join(rootfs, "home/user", p)); err != nil || st.Sys().(*syscall.Stat_t).Uid != 1000 {
+			t.Errorf("~/%s is not the user's: %v", p, err)
+		}
+	}
+	if x := read("home/user/.config/libreoffice/4/user/registrymodifications.xcu"); !strings.Contains(x, `<prop oor:name="ShowTipOfTheDay" oor:op="fuse"><value>false</value>`) {
+		t.Errorf("LibreOffice's Tip of the Day is not off:\n%s", x)
 	}
 	if d := read("usr/share/applications/defaults.list"); !strings.HasPrefix(d, "[Default Applications]\n") ||
 		!strings.Contains(d, "\nvideo/mp4=org.gnome.Totem.desktop\n") || strings.Contains(d, "vlc") {
@@ -161,6 +166,18 @@ func TestVideoDefault(t *testing.T) {
 	mustRun(t, s, "", "xdg-mime default vlc.desktop video/mp4")
 	if out := strings.TrimSpace(mustRun(t, s, "", "xdg-mime query default video/mp4")); out != "vlc.desktop" {
 		t.Errorf("after xdg-mime default: %q", out)
+	}
+}
+
+// PulseAudio started in a desktop, as OSWorld's volume task starts it,
+// has its null sink at the template's 40%, not at the maximum the task asks
+// for.
+func TestSinkVolume(t *testing.T) {
+	testutil.RequireRoot(t, "pulseaudio", "pactl")
+	s := newSession(t, Request{})
+	out := mustRun(t, s, "", "pulseaudio --start && pactl list sinks | grep '^[[:space:]]Volume:' | head -n 1 | awk '{print $5}'; pulseaudio -k")
+	if got := strings.TrimSpace(out); got != "40%" {
+		t.Errorf("sink volume %q, want 40%%", got)
 	}
 }
 
