@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,7 +91,7 @@ func (s *suiteFlags) load() ([]tasks.Entry, []*tasks.Task, error) {
 		}
 		var out []*tasks.Task
 		for _, t := range all {
-			if len(s.IDs) == 0 || contains(s.IDs, t.ID) {
+			if len(s.IDs) == 0 || slices.Contains(s.IDs, t.ID) {
 				out = append(out, t)
 			}
 		}
@@ -105,6 +106,12 @@ func (s *suiteFlags) load() ([]tasks.Entry, []*tasks.Task, error) {
 	if s.Examples == "" {
 		s.Examples = filepath.Join(filepath.Dir(s.Suite), "examples")
 	}
+	// --via-python's worker runs in another directory: it gets task files
+	// by absolute path.
+	var err error
+	if s.Examples, err = filepath.Abs(s.Examples); err != nil {
+		return nil, nil, err
+	}
 	suite, err := tasks.LoadSuite(s.Suite)
 	if err != nil {
 		return nil, nil, err
@@ -114,15 +121,6 @@ func (s *suiteFlags) load() ([]tasks.Entry, []*tasks.Task, error) {
 		return nil, nil, err
 	}
 	return entries, nil, nil
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // tasksRunConfig is the configuration of `drums tasks run`.
@@ -225,6 +223,12 @@ Flags:
 		p.Socket, p.CacheDir, p.LogDir = cfg.Socket, cfg.Suite.Cache, filepath.Join(files, "logs")
 		if p.CacheDir == "" {
 			p.CacheDir = filepath.Join(files, "osworld-cache")
+		}
+		// The worker runs in another directory.
+		for _, d := range []*string{&p.CacheDir, &p.LogDir} {
+			if *d, err = filepath.Abs(*d); err != nil {
+				return err
+			}
 		}
 		if err := p.Check(); err != nil {
 			return err
