@@ -1,9 +1,7 @@
 package compat
 
 import (
-	"bytes"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -56,10 +54,8 @@ func LoadAllowlist(file string) (*Allowlist, error) {
 // ParseAllowlist decodes and validates a list; every entry needs an id, at
 // least one case and field, a known kind and a reason.
 func ParseAllowlist(data []byte, source string) (*Allowlist, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var a Allowlist
-	if err := dec.Decode(&a); err != nil {
+	if err := decodeStrict(data, &a); err != nil {
 		return nil, fmt.Errorf("parse %s: %w: %w", source, ErrBadAllowlist, err)
 	}
 	ids := map[string]bool{}

@@ -1,10 +1,8 @@
 package compat
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -64,10 +62,8 @@ func LoadBenchmarks(file string) ([]Benchmark, error) {
 // ParseBenchmarks decodes and validates a benchmark file; unknown keys
 // are errors, as in case files.
 func ParseBenchmarks(data []byte, source string) ([]Benchmark, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var f BenchFile
-	if err := dec.Decode(&f); err != nil {
+	if err := decodeStrict(data, &f); err != nil {
 		return nil, fmt.Errorf("parse %s: %w: %w", source, ErrBadCase, err)
 	}
 	if len(f.Benchmarks) == 0 {

@@ -201,13 +201,19 @@ func LoadCases(file string) ([]Case, error) {
 	return cs, checkUnique(cs)
 }
 
+// decodeStrict decodes one JSON document of the harness's own files into v:
+// unknown keys are errors, so that a typo cannot silently drop a check.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
 // ParseCases decodes and validates one case file; source names it in
 // errors. Unknown keys are errors, so a typo cannot silently drop a check.
 func ParseCases(data []byte, source string) ([]Case, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var f File
-	if err := dec.Decode(&f); err != nil {
+	if err := decodeStrict(data, &f); err != nil {
 		return nil, fmt.Errorf("parse %s: %w: %w", source, ErrBadCase, err)
 	}
 	if len(f.Cases) == 0 {
