@@ -56,6 +56,7 @@ func TestMain(m *testing.M) {
 	if tier1Env.dir != "" {
 		os.RemoveAll(tier1Env.dir)
 		tier1Env.lock.Close()
+		os.Remove(worldRoot) // only when no other run is in it
 	}
 	os.Exit(code)
 }

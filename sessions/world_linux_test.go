@@ -68,6 +68,7 @@ func TestMain(m *testing.M) {
 		}
 		world.lock.unlock()
 		os.RemoveAll(world.dir)
+		os.Remove(worldRoot) // only when no other run is in it
 	}
 	os.Exit(code)
 }
