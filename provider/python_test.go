@@ -39,7 +39,7 @@ func runPytest(t *testing.T, env []string) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests")
+	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--basetemp", t.TempDir(), "tests")
 	cmd.Dir = "python"
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()

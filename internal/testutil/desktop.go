@@ -15,6 +15,10 @@ type Desktop struct {
 	Bus     *Bus
 	Home    string
 	Runtime string // XDG_RUNTIME_DIR
+	// Tmp is TMPDIR: what the desktop's programs leave there when the test
+	// kills them (guestd's callback socket, Chromium's singleton) goes with
+	// the test. It is short, as unix socket paths inside it must be.
+	Tmp string
 	// A11yAddress is the AT-SPI bus address, when the desktop has one.
 	A11yAddress string
 }
@@ -36,6 +40,13 @@ func StartDesktop(t testing.TB, opts DesktopOptions) *Desktop {
 	if err := os.Chmod(d.Runtime, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	tmp, err := os.MkdirTemp("", "dt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered before any process starts, so it runs after they are gone.
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	d.Tmp = tmp
 	for _, sub := range []string{"Desktop", ".config", ".cache"} {
 		if err := os.MkdirAll(filepath.Join(d.Home, sub), 0o755); err != nil {
 			t.Fatal(err)
@@ -62,6 +73,7 @@ func (d *Desktop) commonEnv() []string {
 		d.X.Env(),
 		"HOME=" + d.Home,
 		"XDG_RUNTIME_DIR=" + d.Runtime,
+		"TMPDIR=" + d.Tmp,
 		"XDG_CONFIG_HOME=" + filepath.Join(d.Home, ".config"),
 		"XDG_CACHE_HOME=" + filepath.Join(d.Home, ".cache"),
 		// GTK4's GL renderer never registers with AT-SPI under Xvfb and

@@ -1,9 +1,12 @@
 package testutil
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -24,14 +27,26 @@ func (x *X) Env() string { return "DISPLAY=" + x.Display }
 // address among them) when the last client leaves.
 func StartXvfb(t testing.TB, width, height int) *X {
 	t.Helper()
+	return StartXvfbOn(t, nil, "", width, height)
+}
+
+// StartXvfbOn is StartXvfb under the command prefix wrap (such as unshare
+// --ipc, which execs Xvfb), on display when it is not empty (to restart a
+// server in place).
+func StartXvfbOn(t testing.TB, wrap []string, display string, width, height int) *X {
+	t.Helper()
 	Tier1(t, "Xvfb")
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatalf("pipe: %v", err)
 	}
-	cmd := Command(nil, "Xvfb",
-		"-displayfd", "3", "-noreset", "-nolisten", "tcp",
+	args := append(append([]string{}, wrap...), "Xvfb")
+	if display != "" {
+		args = append(args, display)
+	}
+	args = append(args, "-displayfd", "3", "-noreset", "-nolisten", "tcp",
 		"-screen", "0", fmt.Sprintf("%dx%dx24", width, height))
+	cmd := Command(nil, args[0], args[1:]...)
 	cmd.ExtraFiles = []*os.File{w}
 	p := StartCmd(t, cmd)
 	w.Close()
@@ -43,5 +58,27 @@ func StartXvfb(t testing.TB, width, height int) *X {
 	if _, err := strconv.Atoi(line); err != nil {
 		t.Fatalf("Xvfb printed %q as its display", line)
 	}
+	// Runs before StartCmd's cleanup (cleanups run last-in first-out).
+	t.Cleanup(func() {
+		p.Kill()
+		removeDisplayFiles(line, p.Cmd.Process.Pid)
+	})
 	return &X{Display: ":" + line, Width: width, Height: height, Proc: p}
+}
+
+// removeDisplayFiles removes the socket and lock file that a killed Xvfb
+// (pid) leaves for display n, unless another server has taken the display
+// over since: its lock file then names another pid.
+func removeDisplayFiles(n string, pid int) {
+	lock := "/tmp/.X" + n + "-lock"
+	data, err := os.ReadFile(lock)
+	switch {
+	case err == nil && strings.TrimSpace(string(data)) != strconv.Itoa(pid):
+		return
+	case err == nil:
+		os.Remove(lock)
+	case !errors.Is(err, fs.ErrNotExist):
+		return
+	}
+	os.Remove("/tmp/.X11-unix/X" + n)
 }

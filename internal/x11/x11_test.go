@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"image"
 	"image/color"
 	"os"
@@ -483,44 +482,6 @@ func serverKeycode(t testing.TB, c *conn, sym xproto.Keysym) xproto.Keycode {
 	return km.first[sym].code
 }
 
-// startXvfbWith starts Xvfb under the command prefix wrap (e.g. unshare),
-// on display when it is not empty (to restart a server in place), and
-// returns the display once Xvfb has written its number to -displayfd.
-func startXvfbWith(t testing.TB, wrap []string, display string, w, h int) string {
-	t.Helper()
-	r, wr, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	args := append(append([]string{}, wrap...), "Xvfb")
-	if display != "" {
-		args = append(args, display)
-	}
-	args = append(args, "-displayfd", "3", "-noreset", "-nolisten", "tcp", "-screen", "0", fmt.Sprintf("%dx%dx24", w, h))
-	cmd := testutil.Command(nil, args[0], args[1:]...)
-	cmd.ExtraFiles = []*os.File{wr}
-	p := testutil.StartCmd(t, cmd)
-	wr.Close()
-	line := make(chan string, 1)
-	go func() {
-		s, _ := bufio.NewReader(r).ReadString('\n')
-		line <- strings.TrimSpace(s)
-	}()
-	select {
-	case s := <-line:
-		if _, err := strconv.Atoi(s); err != nil {
-			t.Fatalf("Xvfb printed %q as its display", s)
-		}
-		return ":" + s
-	case <-p.Done():
-		t.Fatalf("Xvfb exited: %v", p.Err())
-	case <-testutil.WithTimeout(t).Done():
-		t.Fatal("Xvfb not ready")
-	}
-	return ""
-}
-
 func TestReconnectsAfterServerRestart(t *testing.T) {
 	first := testutil.StartXvfb(t, 640, 480)
 	d := openDisplay(t, first.Display)
@@ -534,7 +495,7 @@ func TestReconnectsAfterServerRestart(t *testing.T) {
 	if _, err := screenshot(ctx, d); err == nil {
 		t.Fatal("screenshot succeeded with no X server")
 	}
-	startXvfbWith(t, nil, first.Display, 800, 600)
+	testutil.StartXvfbOn(t, nil, first.Display, 800, 600)
 	img, err := screenshot(ctx, d)
 	if err != nil {
 		t.Fatalf("screenshot after restart: %v", err)
@@ -554,7 +515,7 @@ func TestReconnectsAfterServerRestart(t *testing.T) {
 // (BadAccess): capture falls back to core GetImage and stays there.
 func TestCaptureFallsBackToCoreAcrossIPCNamespaces(t *testing.T) {
 	testutil.RequireRoot(t, "unshare")
-	display := startXvfbWith(t, []string{"unshare", "--ipc"}, "", 320, 200)
+	display := testutil.StartXvfbOn(t, []string{"unshare", "--ipc"}, "", 320, 200).Display
 	d := openDisplay(t, display)
 	ctx := testutil.WithTimeout(t)
 	for range 2 {
