@@ -282,7 +282,7 @@ func (r *runner) bench(ctx context.Context, b *Benchmark, opts BenchOptions) (re
 	}
 	servers := [2]Server{Upstream, Guestd}
 	timed := map[Server][]time.Duration{}
-	res.LoadBefore = loadAverage()
+	res.LoadBefore = loadAverages(1)
 	for round := 0; round < opts.Warmup+opts.N; round++ {
 		for k := range 2 {
 			s := servers[(round+k)%2] // upstream first in even rounds, guestd in odd ones
@@ -297,7 +297,7 @@ func (r *runner) bench(ctx context.Context, b *Benchmark, opts BenchOptions) (re
 			}
 		}
 	}
-	res.LoadAfter = loadAverage()
+	res.LoadAfter = loadAverages(1)
 	res.Upstream, res.Guestd = NewStats(timed[Upstream]), NewStats(timed[Guestd])
 	return res, nil
 }
@@ -342,18 +342,14 @@ func ms(d time.Duration) string {
 	return fmt.Sprintf("%.0f ms", v)
 }
 
-// loadAverage is the host's 1-minute load average, or "?" where /proc
-// does not have it.
-func loadAverage() string {
+// loadAverages are the host's load averages over 1, 5 and 15 minutes
+// joined by spaces (only the first n), or "?" where /proc lacks them.
+func loadAverages(n int) string {
 	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
+	if f := strings.Fields(string(data)); err == nil && len(f) >= n {
+		return strings.Join(f[:n], " ")
 	}
-	f := strings.Fields(string(data))
-	if len(f) == 0 {
-		return "?"
-	}
-	return f[0]
+	return "?"
 }
 
 // MachineInfo describes the host for a benchmark record: CPU model and
@@ -379,11 +375,5 @@ func MachineInfo() string {
 	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		kernel = strings.TrimSpace(string(data))
 	}
-	load := "?"
-	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
-		if f := strings.Fields(string(data)); len(f) >= 3 {
-			load = strings.Join(f[:3], " ")
-		}
-	}
-	return fmt.Sprintf("%d × %s, %s RAM, kernel %s, %s, load average %s at the start", runtime.NumCPU(), cpu, mem, kernel, runtime.Version(), load)
+	return fmt.Sprintf("%d × %s, %s RAM, kernel %s, %s, load average %s at the start", runtime.NumCPU(), cpu, mem, kernel, runtime.Version(), loadAverages(3))
 }
