@@ -32,10 +32,14 @@ type PythonConfig struct {
 //go:embed osworld_worker.py
 var workerPy string
 
-// Check reports a configuration that cannot work before any task runs.
+// Check reports a configuration that cannot work before any task runs, and
+// makes its paths absolute: the worker runs in the OSWorld checkout.
 func (c *PythonConfig) Check() error {
 	if c.OSWorld == "" {
 		return errors.New("--via-python needs an OSWorld checkout: set DRUMS_OSWORLD or --osworld")
+	}
+	if err := c.absolute(); err != nil {
+		return err
 	}
 	if st, err := os.Stat(filepath.Join(c.OSWorld, "desktop_env")); err != nil || !st.IsDir() {
 		return fmt.Errorf("%s has no desktop_env directory: not an OSWorld checkout", c.OSWorld)
@@ -46,6 +50,38 @@ func (c *PythonConfig) Check() error {
 	if _, err := exec.LookPath(c.Python); err != nil {
 		return fmt.Errorf("python %s: %w", c.Python, err)
 	}
+	return nil
+}
+
+// absolute makes every path of c absolute against the current directory: a
+// bare interpreter name stays for PATH, the list keeps its separators.
+func (c *PythonConfig) absolute() error {
+	paths := []*string{&c.OSWorld, &c.ProviderPath, &c.Socket, &c.CacheDir, &c.LogDir}
+	if strings.ContainsRune(c.Python, filepath.Separator) {
+		paths = append(paths, &c.Python)
+	}
+	for _, p := range paths {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
+	if c.PythonPath == "" {
+		return nil
+	}
+	entries := filepath.SplitList(c.PythonPath)
+	for i, e := range entries {
+		abs, err := filepath.Abs(e)
+		if err != nil {
+			return err
+		}
+		entries[i] = abs
+	}
+	c.PythonPath = strings.Join(entries, string(filepath.ListSeparator))
 	return nil
 }
 

@@ -93,3 +93,28 @@ func TestViaPythonWorker(t *testing.T) {
 		t.Error("a directory without desktop_env passed the check")
 	}
 }
+
+// The worker runs in the OSWorld checkout, so Check leaves no path
+// relative to drums' own directory; a bare interpreter name stays for PATH.
+func TestPythonConfigPathsAbsolute(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"osw/desktop_env", "prov/drums_osworld"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "prov/drums_osworld/__init__.py"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	c := PythonConfig{Python: "python3", OSWorld: "osw", ProviderPath: "prov", Socket: "d.sock",
+		CacheDir: "cache", LogDir: "logs", PythonPath: "a" + string(filepath.ListSeparator) + "/b"}
+	if err := c.Check(); err != nil {
+		t.Fatal(err)
+	}
+	want := PythonConfig{Python: "python3", OSWorld: dir + "/osw", ProviderPath: dir + "/prov", Socket: dir + "/d.sock",
+		CacheDir: dir + "/cache", LogDir: dir + "/logs", PythonPath: dir + "/a" + string(filepath.ListSeparator) + "/b"}
+	if c != want {
+		t.Errorf("after Check:\n%+v\nwant\n%+v", c, want)
+	}
+}

@@ -224,12 +224,6 @@ Flags:
 		if p.CacheDir == "" {
 			p.CacheDir = filepath.Join(files, "osworld-cache")
 		}
-		// The worker runs in another directory.
-		for _, d := range []*string{&p.CacheDir, &p.LogDir} {
-			if *d, err = filepath.Abs(*d); err != nil {
-				return err
-			}
-		}
 		if err := p.Check(); err != nil {
 			return err
 		}
