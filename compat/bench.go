@@ -245,6 +245,13 @@ func Bench(ctx context.Context, d Desktop, bs []Benchmark, opts BenchOptions) (*
 	if opts.N < 1 {
 		return nil, fmt.Errorf("bench: %w: N must be at least 1", ErrBadCase)
 	}
+	for i := range bs {
+		// Expectations are compiled here too: a Benchmark made in Go
+		// rather than parsed would otherwise accept every answer.
+		if err := bs[i].validate(); err != nil {
+			return nil, fmt.Errorf("bench %s: %w", bs[i].Name, err)
+		}
+	}
 	r := &runner{d: d, client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 	rep := &BenchReport{Started: time.Now().UTC(), Machine: MachineInfo(), N: opts.N, Warmup: opts.Warmup,
 		Upstream: d.URL(Upstream), Guestd: d.URL(Guestd)}

@@ -490,4 +490,7 @@ func TestReportFindsStaleKnownDifferences(t *testing.T) {
 	if !slices.Equal(r.UnusedAllowed, []string{"flaky"}) {
 		t.Errorf("unused %q", r.UnusedAllowed)
 	}
+	if !r.Failed() {
+		t.Error("a report with a stale known difference does not fail")
+	}
 }

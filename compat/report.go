@@ -95,9 +95,10 @@ func (c *CaseResult) classify(a *Allowlist) {
 	}
 }
 
-// Failed reports whether any case differs unexplained or could not run.
+// Failed reports whether any case differs unexplained or could not run, or
+// a known difference explained nothing in a case that ran (it is stale).
 func (r *Report) Failed() bool {
-	return r.Totals[Different] > 0 || r.Totals[Error] > 0
+	return r.Totals[Different] > 0 || r.Totals[Error] > 0 || len(r.StaleAllowed) > 0
 }
 
 func (r *Report) finish(a *Allowlist) {
@@ -193,7 +194,7 @@ func (r *Report) Markdown() string {
 		p("\nKnown-difference entries that covered nothing in this run: %s\n", strings.Join(r.UnusedAllowed, ", "))
 	}
 	if len(r.StaleAllowed) > 0 {
-		p("\nStale known differences (the case ran without the difference): %s\n", strings.Join(r.StaleAllowed, ", "))
+		p("\nStale known differences (each explained nothing in a case that ran: the difference is gone, or an earlier entry explains it): %s\n", strings.Join(r.StaleAllowed, ", "))
 	}
 	order := []Verdict{Different, Error, Skipped, Intended, Same}
 	for _, v := range order {

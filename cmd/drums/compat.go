@@ -107,8 +107,18 @@ Flags:
 	if cfg.Bench && (cfg.BenchN < 1 || cfg.BenchWarmup < 0) {
 		return fmt.Errorf("--bench-n must be at least 1 and --bench-warmup at least 0")
 	}
-	if !cfg.Bench && (cfg.BenchFile != "" || cfg.BenchOut != "") {
-		return fmt.Errorf("--bench-file and --bench-out need --bench")
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	compareOnly, benchOnly := []string{"cases", "known", "out", "include-slow"}, []string{"bench-file", "bench-n", "bench-warmup", "bench-out"}
+	for _, name := range compareOnly {
+		if cfg.Bench && set[name] {
+			return fmt.Errorf("--%s is for comparing answers, not with --bench", name)
+		}
+	}
+	for _, name := range benchOnly {
+		if !cfg.Bench && set[name] {
+			return fmt.Errorf("--%s needs --bench", name)
+		}
 	}
 	var benches []compat.Benchmark
 	var cases []compat.Case
@@ -176,10 +186,11 @@ Flags:
 		return err
 	}
 	t := rep.Totals
-	fmt.Fprintf(os.Stderr, "compat: same %d, intended %d, different %d, error %d, skipped %d; report in %s\n",
-		t[compat.Same], t[compat.Intended], t[compat.Different], t[compat.Error], t[compat.Skipped], cfg.Out)
+	fmt.Fprintf(os.Stderr, "compat: same %d, intended %d, different %d, error %d, skipped %d, stale known differences %d; report in %s\n",
+		t[compat.Same], t[compat.Intended], t[compat.Different], t[compat.Error], t[compat.Skipped], len(rep.StaleAllowed), cfg.Out)
 	if rep.Failed() {
-		return fmt.Errorf("%d unexplained differences, %d cases that could not run", t[compat.Different], t[compat.Error])
+		return fmt.Errorf("%d unexplained differences, %d cases that could not run, %d known differences that explained nothing in a case that ran (prune them)",
+			t[compat.Different], t[compat.Error], len(rep.StaleAllowed))
 	}
 	return nil
 }
