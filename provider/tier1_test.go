@@ -117,11 +117,18 @@ func tier1Setup(t testing.TB) {
 	t.Helper()
 	testutil.RequireRoot(t)
 	tier1Env.once.Do(func() {
-		if err := os.MkdirAll(worldRoot, 0o700); err != nil {
-			tier1Env.err = err
-			return
+		// Another run that ends removes worldRoot when it is empty: try
+		// again if it went between the two calls.
+		var dir string
+		var err error
+		for range 3 {
+			if err = os.MkdirAll(worldRoot, 0o700); err != nil {
+				break
+			}
+			if dir, err = os.MkdirTemp(worldRoot, "run-"); !errors.Is(err, os.ErrNotExist) {
+				break
+			}
 		}
-		dir, err := os.MkdirTemp(worldRoot, "run-")
 		if err != nil {
 			tier1Env.err = err
 			return

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"errors"
 	"flag"
 	"fmt"
 	"math/big"
@@ -99,7 +100,15 @@ func makeWorld() (*testWorld, error) {
 	v, _ := rand.Int(rand.Reader, big.NewInt(64))
 	w.network = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(64 + v.Int64()), 0, 0}), 16)
 	w.dir = filepath.Join(worldRoot, w.prefix)
-	if err := os.MkdirAll(w.dir, 0o700); err != nil {
+	// Another run that ends removes worldRoot when it is empty: try again
+	// if it went while MkdirAll was between worldRoot and w.dir.
+	var err error
+	for range 3 {
+		if err = os.MkdirAll(w.dir, 0o700); !errors.Is(err, os.ErrNotExist) {
+			break
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	lk, ok, err := tryLock(filepath.Join(w.dir, "lock"))

@@ -1,9 +1,8 @@
 package testutil
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -66,18 +65,20 @@ func StartXvfbOn(t testing.TB, wrap []string, display string, width, height int)
 	return &X{Display: ":" + line, Width: width, Height: height, Proc: p}
 }
 
-// removeDisplayFiles removes the socket and lock file that a killed Xvfb
-// (pid) leaves for display n, unless another server has taken the display
-// over since: its lock file then names another pid.
+// removeDisplayFiles removes the socket (and, without -displayfd, the lock
+// file) that a killed Xvfb (pid) leaves for display n, unless another server
+// has taken the display over since: its lock then names another pid, and it
+// listens on the display's abstract socket too.
 func removeDisplayFiles(n string, pid int) {
 	lock := "/tmp/.X" + n + "-lock"
-	data, err := os.ReadFile(lock)
-	switch {
-	case err == nil && strings.TrimSpace(string(data)) != strconv.Itoa(pid):
-		return
-	case err == nil:
+	if data, err := os.ReadFile(lock); err == nil {
+		if strings.TrimSpace(string(data)) != strconv.Itoa(pid) {
+			return
+		}
 		os.Remove(lock)
-	case !errors.Is(err, fs.ErrNotExist):
+	}
+	if c, err := net.Dial("unix", "@/tmp/.X11-unix/X"+n); err == nil {
+		c.Close()
 		return
 	}
 	os.Remove("/tmp/.X11-unix/X" + n)
