@@ -79,8 +79,9 @@ func (t *busTree) node(ctx context.Context, ref objRef, plan func(*nodeInfo) int
 	info := &nodeInfo{}
 
 	// First wave, unless the cache answers it. The cache's child count is
-	// not used: atk-bridge reports 0 for some containers that have children
-	// (combo-box menus), so ChildCount is always read live.
+	// only a guess for reading children early (second wave): atk-bridge
+	// reports 0 for some containers that have children (combo-box menus),
+	// so ChildCount is always read live and decides.
 	var attrs, count *fastCall
 	cached := a.cache[p]
 	if cached != nil {
