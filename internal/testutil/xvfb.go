@@ -2,10 +2,8 @@ package testutil
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -57,29 +55,5 @@ func StartXvfbOn(t testing.TB, wrap []string, display string, width, height int)
 	if _, err := strconv.Atoi(line); err != nil {
 		t.Fatalf("Xvfb printed %q as its display", line)
 	}
-	// Runs before StartCmd's cleanup (cleanups run last-in first-out).
-	t.Cleanup(func() {
-		p.Kill()
-		removeDisplayFiles(line, p.Cmd.Process.Pid)
-	})
 	return &X{Display: ":" + line, Width: width, Height: height, Proc: p}
-}
-
-// removeDisplayFiles removes the socket (and, without -displayfd, the lock
-// file) that a killed Xvfb (pid) leaves for display n, unless another server
-// has taken the display over since: its lock then names another pid, and it
-// listens on the display's abstract socket too.
-func removeDisplayFiles(n string, pid int) {
-	lock := "/tmp/.X" + n + "-lock"
-	if data, err := os.ReadFile(lock); err == nil {
-		if strings.TrimSpace(string(data)) != strconv.Itoa(pid) {
-			return
-		}
-		os.Remove(lock)
-	}
-	if c, err := net.Dial("unix", "@/tmp/.X11-unix/X"+n); err == nil {
-		c.Close()
-		return
-	}
-	os.Remove("/tmp/.X11-unix/X" + n)
 }
