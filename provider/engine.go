@@ -23,4 +23,6 @@ type Engine interface {
 	Adopt(ctx context.Context) ([]*sessions.Session, error)
 	// Sweep removes every leftover that is not a live, known desktop.
 	Sweep(ctx context.Context) (sessions.SweepReport, error)
+	// Ended is closed once the desktop's session has died.
+	Ended(id string) (<-chan struct{}, error)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,22 @@ type fakeSession struct {
 	sess    sessions.Session
 	snapDir string
 	files   map[string]string
+	ended   chan struct{} // its "init": closed when it dies, is reset or removed
+}
+
+// end closes s's ended channel once.
+func (s *fakeSession) end() {
+	select {
+	case <-s.ended:
+	default:
+		close(s.ended)
+	}
+}
+
+// sessionOf is the engine's session id in a desktop's API id.
+func sessionOf(desktopID string) string {
+	s, _, _ := strings.Cut(desktopID, ".")
+	return s
 }
 
 var _ Engine = (*fakeEngine)(nil)
@@ -100,6 +117,7 @@ func (f *fakeEngine) Create(ctx context.Context, req sessions.Request) (*session
 			Width: req.Width, Height: req.Height, Slot: f.n, Created: time.Now(), State: sessions.StateReady},
 		snapDir: req.Snapshot,
 		files:   files,
+		ended:   make(chan struct{}),
 	}
 	f.live[id] = s
 	f.known[id] = true
@@ -148,6 +166,8 @@ func (f *fakeEngine) Reset(ctx context.Context, id string) (*sessions.Session, e
 	defer f.mu.Unlock()
 	s.files = files
 	s.sess.State = sessions.StateReady
+	s.end()
+	s.ended = make(chan struct{})
 	f.event("reset " + id)
 	c := s.sess
 	return &c, nil
@@ -156,7 +176,8 @@ func (f *fakeEngine) Reset(ctx context.Context, id string) (*sessions.Session, e
 func (f *fakeEngine) Remove(ctx context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.live[id]; ok {
+	if s, ok := f.live[id]; ok {
+		s.end()
 		delete(f.live, id)
 		f.event("remove " + id)
 	}
@@ -216,20 +237,32 @@ func (f *fakeEngine) Sweep(ctx context.Context) (sessions.SweepReport, error) {
 func (f *fakeEngine) fail(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.live[id].sess.State = sessions.StateFailed
+	s := f.live[sessionOf(id)]
+	s.sess.State, s.sess.Reason = sessions.StateFailed, "Xvfb killed by SIGKILL"
+	s.end()
+}
+
+func (f *fakeEngine) Ended(id string) (<-chan struct{}, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.live[id]
+	if s == nil {
+		return nil, fmt.Errorf("fake session %s: %w", id, sessions.ErrNotFound)
+	}
+	return s.ended, nil
 }
 
 // write is a desktop writing a file into its upper layer.
 func (f *fakeEngine) write(id, name, content string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.live[id].files[name] = content
+	f.live[sessionOf(id)].files[name] = content
 }
 
 func (f *fakeEngine) has(id, name string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := f.live[id]
+	s := f.live[sessionOf(id)]
 	if s == nil {
 		return false
 	}
@@ -251,7 +284,7 @@ func (f *fakeEngine) inject() string {
 	defer f.mu.Unlock()
 	f.n++
 	id := fmt.Sprintf("fake-%d", f.n)
-	f.live[id] = &fakeSession{sess: sessions.Session{ID: id, Address: "10.99.9.9", GuestPort: 5000, State: sessions.StateReady},
+	f.live[id] = &fakeSession{sess: sessions.Session{ID: id, Address: "10.99.9.9", GuestPort: 5000, State: sessions.StateReady}, ended: make(chan struct{}),
 		files: map[string]string{}}
 	return id
 }

@@ -62,9 +62,12 @@ func (m *Manager) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	byID := make(map[string]desktopRecord, len(recs))
+	byID := make(map[string]desktopRecord, len(recs)) // by session
 	for _, r := range recs {
-		byID[r.ID] = r
+		if r.Session == "" { // written before desktops had ids of their own
+			r.Session = r.ID
+		}
+		byID[r.Session] = r
 	}
 	live, err := m.eng.Adopt(ctx)
 	if err != nil {
@@ -89,8 +92,9 @@ func (m *Manager) recover(ctx context.Context) error {
 			removed++
 			continue
 		}
-		d := &desktop{id: sess.ID, sess: sess, shape: r.Shape, snapDir: r.SnapshotDir, created: r.Created, state: r.State}
+		d := &desktop{id: r.ID, sess: sess, shape: r.Shape, snapDir: r.SnapshotDir, created: r.Created, state: r.State}
 		m.desktops[d.id] = d
+		m.watchLocked(d)
 		adopted++
 		switch r.State {
 		case client.StateReady:

@@ -57,7 +57,7 @@ func TestCloseStopsLeaseExpiry(t *testing.T) {
 		t.Fatalf("close: %v", err)
 	}
 
-	if _, err := eng.Get(leased.ID); err != nil {
+	if _, err := eng.Get(sessionOf(leased.ID)); err != nil {
 		t.Errorf("leased desktop gone after a close without drain: %v", err)
 	}
 	recs, err := m.st.desktops()

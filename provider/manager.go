@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -56,6 +57,9 @@ type Manager struct {
 type desktop struct {
 	op sync.Mutex
 
+	// id is the API's: the session's id and a random generation, new each
+	// time the desktop goes back to a pool, so a request meant for an
+	// earlier lease (a retried release, say) never acts on a later one.
 	id      string
 	sess    *sessions.Session
 	shape   Shape
@@ -64,6 +68,7 @@ type desktop struct {
 	// state is one of client.State*; leaseExpires, lease and timer are set
 	// while it is leased.
 	state        string
+	failure      string // why it died, when state is failed
 	lease        time.Duration
 	leaseExpires time.Time
 	timer        *time.Timer
@@ -78,6 +83,16 @@ type pool struct {
 	pinned   bool // listed in Config.Warm: never dropped for idleness
 	failures int  // consecutive failed creates, for the back-off
 	retryAt  time.Time
+}
+
+// remove takes d out of p's warm desktops.
+func (p *pool) remove(d *desktop) {
+	for i, r := range p.ready {
+		if r == d {
+			p.ready = append(p.ready[:i], p.ready[i+1:]...)
+			return
+		}
+	}
 }
 
 // Pool back-off after failed creates: doubling from the minimum, capped at the
@@ -145,7 +160,7 @@ func (d *desktop) view() client.Desktop {
 }
 
 func (d *desktop) record() desktopRecord {
-	r := desktopRecord{ID: d.id, Shape: d.shape, SnapshotDir: d.snapDir, State: d.state, Created: d.created}
+	r := desktopRecord{ID: d.id, Session: d.sess.ID, Shape: d.shape, SnapshotDir: d.snapDir, State: d.state, Created: d.created}
 	if d.state == client.StateLeased {
 		r.LeaseExpires = d.leaseExpires
 		r.LeaseSeconds = int(d.lease / time.Second)
@@ -170,16 +185,23 @@ func (m *Manager) unpersist(id string) {
 	}
 }
 
-// leaseFor turns a requested lease time into a duration.
+// leaseFor turns a requested lease time into a duration, checking its range
+// before any arithmetic (a huge value would overflow a Duration).
 func (m *Manager) leaseFor(seconds int) (time.Duration, error) {
 	if seconds == 0 {
 		return m.cfg.LeaseTime, nil
 	}
-	d := time.Duration(seconds) * time.Second
-	if seconds < 0 || d > m.cfg.MaxLease {
-		return 0, fmt.Errorf("lease_seconds %d: must be in [1, %d]: %w", seconds, int(m.cfg.MaxLease/time.Second), ErrBadRequest)
+	maxSeconds := int64(m.cfg.MaxLease / time.Second)
+	if seconds < 0 || int64(seconds) > maxSeconds {
+		return 0, fmt.Errorf("lease_seconds %d: must be in [1, %d]: %w", seconds, maxSeconds, ErrBadRequest)
 	}
-	return d, nil
+	return time.Duration(seconds) * time.Second, nil
+}
+
+// newDesktopID is a desktop's API id for session sess: never the same
+// twice (64 random bits).
+func newDesktopID(sess string) string {
+	return sess + "." + rand.Text()[:13]
 }
 
 func (m *Manager) shapeOf(req client.LeaseRequest) (Shape, error) {
@@ -207,8 +229,8 @@ func (m *Manager) shapeOf(req client.LeaseRequest) (Shape, error) {
 			return Shape{}, err
 		}
 	}
-	if s.Limits.MemoryBytes < 0 || s.Limits.Pids < 0 || s.Limits.CPUs < 0 {
-		return Shape{}, fmt.Errorf("limits must not be negative: %w", ErrBadRequest)
+	if err := s.Limits.Check(); err != nil {
+		return Shape{}, fmt.Errorf("%w: %w", err, ErrBadRequest)
 	}
 	return s, nil
 }
@@ -266,7 +288,7 @@ func (m *Manager) popReadyLocked(p *pool, snapDir string) *desktop {
 // aliveLocked asks the engine whether a desktop is still ready; it reads a
 // record and checks a pid, well under a millisecond.
 func (m *Manager) aliveLocked(d *desktop) bool {
-	s, err := m.eng.Get(d.id)
+	s, err := m.eng.Get(d.sess.ID)
 	if err != nil || s.State != sessions.StateReady {
 		m.met.failure("warm-desktop-died")
 		m.log.Warn("warm desktop is not ready", "id", d.id, "err", err)
@@ -295,7 +317,7 @@ func (m *Manager) retireLocked(d *desktop) {
 		d.timer.Stop()
 	}
 	d.state = client.StateRecycling
-	m.unpersist(d.id)
+	m.unpersist(d.sess.ID)
 	m.bg.Add(1)
 	go func() {
 		defer m.bg.Done()
@@ -320,7 +342,7 @@ func (m *Manager) reserveLocked(snapDir string) (evicted *desktop, err error) {
 		evicted = victim.ready[0]
 		victim.ready = victim.ready[1:]
 		evicted.state = client.StateRecycling
-		m.unpersist(evicted.id)
+		m.unpersist(evicted.sess.ID)
 	}
 	m.reserved++
 	if snapDir != "" {
@@ -357,10 +379,11 @@ func (m *Manager) create(ctx context.Context, s Shape, snapDir string) (*desktop
 		m.kickFiller()
 		return nil, fmt.Errorf("start desktop %s: %w", s, err)
 	}
-	d := &desktop{id: sess.ID, sess: sess, shape: s, snapDir: snapDir, created: time.Now(), state: client.StateCreating}
+	d := &desktop{id: newDesktopID(sess.ID), sess: sess, shape: s, snapDir: snapDir, created: time.Now(), state: client.StateCreating}
 	m.mu.Lock()
 	m.unreserveLocked(snapDir)
 	m.desktops[d.id] = d
+	m.watchLocked(d)
 	m.mu.Unlock()
 	return d, nil
 }
@@ -369,7 +392,7 @@ func (m *Manager) create(ctx context.Context, s Shape, snapDir string) (*desktop
 // removal is logged: the engine's sweep at the next start collects it.
 func (m *Manager) destroy(d *desktop) {
 	ctx, cancel := context.WithTimeout(m.bgCtx, m.cfg.CreateTimeout)
-	err := m.eng.Remove(ctx, d.id)
+	err := m.eng.Remove(ctx, d.sess.ID)
 	cancel()
 	if err != nil {
 		m.met.failure("remove")
@@ -379,7 +402,7 @@ func (m *Manager) destroy(d *desktop) {
 	if m.desktops[d.id] == d {
 		delete(m.desktops, d.id)
 	}
-	m.unpersist(d.id)
+	m.unpersist(d.sess.ID)
 	m.gcSnapshotsLocked()
 	m.notifyLocked()
 	m.mu.Unlock()
@@ -400,13 +423,18 @@ func (m *Manager) recycle(d *desktop) {
 	if want {
 		ctx, cancel := context.WithTimeout(m.bgCtx, m.cfg.CreateTimeout)
 		t0 := time.Now()
-		sess, err := m.eng.Reset(ctx, d.id)
+		sess, err := m.eng.Reset(ctx, d.sess.ID)
 		cancel()
 		m.met.reset.observe("", time.Since(t0))
 		m.mu.Lock()
 		p.inflight--
 		if err == nil && m.pools[d.shape] == p && m.desktops[d.id] == d {
+			// A new hand-out, a new id: the released one is gone for good.
+			delete(m.desktops, d.id)
+			d.id = newDesktopID(sess.ID)
+			m.desktops[d.id] = d
 			d.sess = sess
+			m.watchLocked(d)
 			m.readyLocked(p, d)
 			m.mu.Unlock()
 			m.kickFiller()
@@ -436,7 +464,7 @@ func (m *Manager) expire(d *desktop) {
 	defer d.op.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closing || m.desktops[d.id] != d || d.state != client.StateLeased || time.Now().Before(d.leaseExpires) {
+	if m.closing || m.desktops[d.id] != d || (d.state != client.StateLeased && d.state != client.StateFailed) || time.Now().Before(d.leaseExpires) {
 		return
 	}
 	m.met.expired.Add(1)
@@ -571,6 +599,9 @@ func (m *Manager) leasedLocked(d *desktop) error {
 	if m.desktops[d.id] != d {
 		return fmt.Errorf("desktop %q does not exist (released, expired or reverted into another): %w", d.id, ErrNotFound)
 	}
+	if d.state == client.StateFailed {
+		return fmt.Errorf("desktop %q died (%s); revert it for a new one or release it: %w", d.id, d.failure, ErrConflict)
+	}
 	if d.state != client.StateLeased {
 		return fmt.Errorf("desktop %q is %s, not leased: %w", d.id, d.state, ErrConflict)
 	}
@@ -642,16 +673,11 @@ func (m *Manager) Release(id string) error {
 		return nil
 	}
 	switch d.state {
-	case client.StateLeased:
+	case client.StateLeased, client.StateFailed:
 		m.retireLocked(d)
 	case client.StateReady:
 		if p := m.pools[d.shape]; p != nil {
-			for i, r := range p.ready {
-				if r == d {
-					p.ready = append(p.ready[:i], p.ready[i+1:]...)
-					break
-				}
-			}
+			p.remove(d)
 		}
 		m.retireLocked(d)
 	}
@@ -676,7 +702,8 @@ func (m *Manager) Revert(ctx context.Context, id, snapshot string) (client.Deskt
 	d.op.Lock()
 	defer d.op.Unlock()
 	m.mu.Lock()
-	if err := m.leasedLocked(d); err != nil {
+	failed := d.state == client.StateFailed && m.desktops[d.id] == d
+	if err := m.leasedLocked(d); err != nil && !failed {
 		m.mu.Unlock()
 		return client.Desktop{}, err
 	}
@@ -744,21 +771,22 @@ func (m *Manager) Revert(ctx context.Context, id, snapshot string) (client.Deskt
 func (m *Manager) resetInPlace(ctx context.Context, d *desktop, t0 time.Time) (client.Desktop, error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.CreateTimeout)
 	defer cancel()
-	sess, err := m.eng.Reset(cctx, d.id)
+	sess, err := m.eng.Reset(cctx, d.sess.ID)
 	m.met.reset.observe("", time.Since(t0))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
 		m.met.failure("revert")
-		if m.desktops[d.id] == d && d.state == client.StateLeased {
+		if m.desktops[d.id] == d && (d.state == client.StateLeased || d.state == client.StateFailed) {
 			m.retireLocked(d) // broken: recycle tries a reset again, else removes it
 		}
 		return client.Desktop{}, fmt.Errorf("reset desktop %s: %w", d.id, err)
 	}
-	if m.desktops[d.id] != d || d.state != client.StateLeased {
+	if m.desktops[d.id] != d || (d.state != client.StateLeased && d.state != client.StateFailed) {
 		return client.Desktop{}, fmt.Errorf("desktop %q went away during its reset: %w", d.id, ErrNotFound)
 	}
-	d.sess = sess
+	d.sess, d.failure = sess, ""
+	m.watchLocked(d)
 	m.leaseLocked(d, d.lease)
 	m.met.revert.observe("reset", time.Since(t0))
 	return d.view(), nil
@@ -772,7 +800,7 @@ func (m *Manager) health() client.Health {
 func (m *Manager) countByState() map[string]int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := map[string]int{client.StateCreating: m.reserved, client.StateReady: 0, client.StateLeased: 0, client.StateRecycling: 0}
+	c := map[string]int{client.StateCreating: m.reserved, client.StateReady: 0, client.StateLeased: 0, client.StateRecycling: 0, client.StateFailed: 0}
 	for _, d := range m.desktops {
 		c[d.state]++
 	}

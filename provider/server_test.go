@@ -185,8 +185,8 @@ func TestLeaseGetListRelease(t *testing.T) {
 	if err := h.c.Release(h.ctx, d.ID); err != nil {
 		t.Fatalf("release: %v", err)
 	}
-	h.waitEvent("remove " + d.ID) // pool size 0: released desktops are removed
-	waitGone(t, h.c, d.ID)        // and then forgotten
+	h.waitEvent("remove " + sessionOf(d.ID)) // pool size 0: released desktops are removed
+	waitGone(t, h.c, d.ID)                   // and then forgotten
 	if err := h.c.Release(h.ctx, d.ID); err != nil {
 		t.Fatalf("second release must succeed: %v", err)
 	}
@@ -403,7 +403,7 @@ func TestLeaseExpiry(t *testing.T) {
 	if _, err := h.c.Renew(h.ctx, kept.ID, 600); err != nil {
 		t.Fatalf("renew: %v", err)
 	}
-	h.waitEvent("remove " + d.ID)
+	h.waitEvent("remove " + sessionOf(d.ID))
 	waitGone(t, h.c, d.ID)
 	if g, err := h.c.Get(h.ctx, kept.ID); err != nil || g.State != client.StateLeased {
 		t.Fatalf("renewed desktop: %+v, %v", g, err)
@@ -593,7 +593,7 @@ func TestDeadWarmDesktopIsNotHandedOut(t *testing.T) {
 	}
 	// Recycled: reset back into the pool, or removed when the filler
 	// already started a new warm desktop.
-	h.waitEvent("reset "+dead, "remove "+dead)
+	h.waitEvent("reset "+sessionOf(dead), "remove "+sessionOf(dead))
 	if !strings.Contains(metricsText(t, h), `drums_failures_total{op="warm-desktop-died"} 1`) {
 		t.Fatalf("dead warm desktop not counted")
 	}

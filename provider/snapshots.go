@@ -38,7 +38,7 @@ func (m *Manager) SaveSnapshot(ctx context.Context, id, name string) (client.Sna
 	m.mu.Unlock()
 
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.CreateTimeout)
-	err = m.eng.SaveUpper(cctx, d.id, dir)
+	err = m.eng.SaveUpper(cctx, d.sess.ID, dir)
 	cancel()
 
 	m.mu.Lock()

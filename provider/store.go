@@ -35,7 +35,10 @@ type store struct {
 // have one; a desktop being created or recycled when the daemon dies is
 // removed by the next one.
 type desktopRecord struct {
+	// ID is the API's id of the desktop (a new one each time it is handed
+	// out); Session the engine's, which names the record's file.
 	ID           string    `json:"id"`
+	Session      string    `json:"session"`
 	Shape        Shape     `json:"shape"`
 	SnapshotDir  string    `json:"snapshot_dir,omitempty"`
 	State        string    `json:"state"`
@@ -68,9 +71,37 @@ func (s *store) desktopPath(id string) string {
 }
 
 func (s *store) putDesktop(r desktopRecord) error {
-	return writeJSON(s.desktopPath(r.ID), r)
+	return writeJSON(s.desktopPath(r.Session), r)
 }
 
+// DefaultStateDir is the daemon's state directory for an engine's state
+// directory and prefix, when --provider-dir does not say.
+func DefaultStateDir(engineStateDir, prefix string) string {
+	return filepath.Join(engineStateDir, "provider-"+prefix)
+}
+
+// ForgetDesktops removes the daemon's records of sessions that are gone
+// (drums sweep removed them) from the state directory dir, and returns the
+// files it removed.
+func ForgetDesktops(dir string, sessions []string) ([]string, error) {
+	s := store{dir: dir}
+	var removed []string
+	var errs []error
+	for _, id := range sessions {
+		path := s.desktopPath(id)
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		if err := s.deleteDesktop(id); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, path)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// deleteDesktop removes the record of the engine's session id.
 func (s *store) deleteDesktop(id string) error {
 	if err := os.Remove(s.desktopPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove record of desktop %s: %w", id, err)

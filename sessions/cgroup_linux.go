@@ -245,6 +245,24 @@ func removeCgroup(ctx context.Context, p CgroupPlan) error {
 	return errors.Join(errs...)
 }
 
+// isFrozen reports whether the session's cgroup is frozen or freezing; a
+// cgroup that does not exist is not.
+func isFrozen(p CgroupPlan) (bool, error) {
+	file := filepath.Join(p.Dirs[""], "cgroup.freeze")
+	if p.Version != 2 {
+		file = filepath.Join(p.dir("freezer"), "freezer.state")
+	}
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", file, err)
+	}
+	s := strings.TrimSpace(string(b))
+	return s == "1" || s == "FROZEN" || s == "FREEZING", nil
+}
+
 // freeze stops (or thaws) every process of the session, waiting until the
 // kernel says the cgroup is frozen.
 func freeze(ctx context.Context, p CgroupPlan, frozen bool) error {

@@ -132,6 +132,22 @@ func releaseClaim(dir, key string) (bool, error) {
 	return true, nil
 }
 
+// claimHeld reports whether another process holds the claim of key for
+// owner (a live engine that keeps a dead session claimed for its lease).
+func claimHeld(dir, key, owner string) bool {
+	path := claimPath(dir, key)
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
+		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		return false
+	}
+	return claimOwner(path) == owner
+}
+
 // claimOwner reads the session id a claim file names ("" when unreadable).
 func claimOwner(path string) string {
 	b, err := os.ReadFile(path)

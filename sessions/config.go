@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"time"
 
 	"github.com/drums-dev/drums/sessions/images"
@@ -68,7 +69,11 @@ type Config struct {
 	// stay well above a start on a loaded 2-core machine (about 2 s when 100
 	// sessions start at once).
 	ReadyTimeout time.Duration
-	Logger       *slog.Logger
+	// FreezeLimit bounds how long SaveUpper keeps a session frozen: a copy
+	// that takes longer is abandoned and the session thawed. A freeze whose
+	// maker died is thawed by whoever next takes the session's lock.
+	FreezeLimit time.Duration
+	Logger      *slog.Logger
 }
 
 // Defaults.
@@ -163,6 +168,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ReadyTimeout <= 0 {
 		c.ReadyTimeout = 60 * time.Second
 	}
+	if c.FreezeLimit <= 0 {
+		c.FreezeLimit = 5 * time.Minute
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -194,20 +202,30 @@ func (l Limits) or(d Limits) Limits {
 
 // minMemory and minPids keep a session able to start its stack at all:
 // Xvfb, the buses, openbox, guestd and init need about 60 MiB and 60 threads.
+// The maxima are what the kernel takes (pid_max's limit, 2^22; a CFS quota
+// is at most about 2^44 us, so CPUs times the period cannot overflow) and
+// what a host can give: more CPUs than it has bound nothing.
 const (
 	minMemory = 128 << 20
+	maxMemory = 1 << 50
 	minPids   = 64
+	maxPids   = 1 << 22
+	minCPUs   = 0.05
 )
 
-func (l Limits) check() error {
-	if l.MemoryBytes < minMemory {
-		return fmt.Errorf("memory limit %d bytes: at least %d: %w", l.MemoryBytes, minMemory, ErrBadRequest)
+// Check says whether the limits can be applied: a zero field takes the
+// default (Config.Limits), any other must be in range. Every way limits
+// enter drums (the daemon's API, the CLI, a Request) is checked here,
+// before any arithmetic on them.
+func (l Limits) Check() error {
+	if l.MemoryBytes != 0 && (l.MemoryBytes < minMemory || l.MemoryBytes > maxMemory) {
+		return fmt.Errorf("memory limit %d bytes: must be in [%d, %d]: %w", l.MemoryBytes, minMemory, int64(maxMemory), ErrBadRequest)
 	}
-	if l.Pids < minPids {
-		return fmt.Errorf("pids limit %d: at least %d (it counts threads): %w", l.Pids, minPids, ErrBadRequest)
+	if l.Pids != 0 && (l.Pids < minPids || l.Pids > maxPids) {
+		return fmt.Errorf("pids limit %d: must be in [%d, %d] (it counts threads): %w", l.Pids, minPids, maxPids, ErrBadRequest)
 	}
-	if l.CPUs < 0.05 {
-		return fmt.Errorf("cpu limit %g: at least 0.05: %w", l.CPUs, ErrBadRequest)
+	if cpus := float64(runtime.NumCPU()); l.CPUs != 0 && !(l.CPUs >= minCPUs && l.CPUs <= cpus) {
+		return fmt.Errorf("cpu limit %g: must be in [%g, %g] (this host's CPUs): %w", l.CPUs, minCPUs, cpus, ErrBadRequest)
 	}
 	return nil
 }

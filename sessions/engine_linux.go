@@ -36,6 +36,7 @@ type Engine struct {
 	mu sync.Mutex
 	// children are the inits this process started, each closed once reaped.
 	children map[int]chan struct{}
+	held     map[string]heldClaims // by session id (watch_linux.go)
 }
 
 // New checks the host and prepares the prefix's state directory.
@@ -47,7 +48,7 @@ func New(cfg Config) (*Engine, error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("sessions need root (namespaces, mounts, veths, nftables, cgroups): %w", ErrUnsupported)
 	}
-	e := &Engine{cfg: cfg, dir: filepath.Join(cfg.StateDir, cfg.Prefix), log: cfg.Logger, children: map[int]chan struct{}{}}
+	e := &Engine{cfg: cfg, dir: filepath.Join(cfg.StateDir, cfg.Prefix), log: cfg.Logger, children: map[int]chan struct{}{}, held: map[string]heldClaims{}}
 	if e.facts, err = gatherFacts(cfg); err != nil {
 		return nil, err
 	}
@@ -296,12 +297,16 @@ func (e *Engine) start(ctx context.Context, rec *record) error {
 	began := time.Now()
 	p := rec.Plan
 	// init inherits the claims and the image's use lock and holds them
-	// from its start; this process's copies go when start returns,
-	// whatever happens.
+	// from its start; this process keeps its copies of the claims while
+	// the session is its (hold), or lets them go if the start fails.
 	claim, idClaim := rec.claim, rec.idClaim
 	rec.claim, rec.idClaim = nil, nil
-	defer claim.Close()
-	defer idClaim.Close()
+	kept := false
+	defer func() {
+		if !kept {
+			heldClaims{addr: claim, ids: idClaim}.close()
+		}
+	}()
 	hold, err := images.Hold(p.Root.Image)
 	if err != nil {
 		return fmt.Errorf("%w: %w", err, ErrNoImage)
@@ -433,6 +438,8 @@ func (e *Engine) start(ctx context.Context, rec *record) error {
 	if err := e.writeRecord(rec); err != nil {
 		return fail(err)
 	}
+	e.hold(p, claim, idClaim)
+	kept = true
 	return nil
 }
 
@@ -648,7 +655,10 @@ func (e *Engine) teardown(ctx context.Context, rec *record) error {
 	var errs []error
 	veth := hostVeth(e.cfg.Prefix, rec.Session.Slot)
 	recorded := rec.initAlive()
-	errs = append(errs, e.stopInit(ctx, rec.Session.InitPID, rec.InitStart, func() error { return deleteLink(veth) }))
+	// A frozen session's processes die of SIGKILL only once thawed (cgroup
+	// v1's freezer): thaw it after the kill.
+	errs = append(errs, e.stopInit(ctx, rec.Session.InitPID, rec.InitStart,
+		func() error { return deleteLink(veth) }, func() error { return e.thawOrphan(ctx, rec) }))
 	if !recorded {
 		// The record names no running init: its creator may have died
 		// between starting one and recording it. Find it by command line.
@@ -668,7 +678,9 @@ func (e *Engine) teardown(ctx context.Context, rec *record) error {
 	if err := destroySockets(addr.Addr()); err != nil && !errors.Is(err, errNoSockDestroy) {
 		errs = append(errs, err)
 	}
-	// init is gone, and with it its hold on the claims.
+	// init is gone, and with it its hold on the claims; this process lets
+	// go of its own.
+	errs = append(errs, e.drop(rec.Session.ID))
 	_, err := releaseClaim(AddrClaimDir, addrKey(addr))
 	errs = append(errs, err)
 	if rec.Plan != nil {
@@ -706,6 +718,16 @@ func removeDir(dir string) error {
 
 // Get returns a session, with its state checked against the running init.
 func (e *Engine) Get(id string) (*Session, error) {
+	rec, err := e.recordOf(id)
+	if err != nil {
+		return nil, err
+	}
+	e.refresh(rec)
+	return rec.session(), nil
+}
+
+// recordOf reads the record of session id, ErrNotFound if there is none.
+func (e *Engine) recordOf(id string) (*record, error) {
 	if _, ok := parseID(e.cfg.Prefix, id); !ok {
 		return nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
 	}
@@ -713,11 +735,7 @@ func (e *Engine) Get(id string) (*Session, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}
-	if err != nil {
-		return nil, err
-	}
-	e.refresh(rec)
-	return rec.session(), nil
+	return rec, err
 }
 
 // refresh marks a session failed when its init is gone.
@@ -773,7 +791,7 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 	}
 	dir := e.sessionDir(id)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		return nil
+		return e.drop(id) // removed by another process: this one's claims go too
 	}
 	lk, err := lock(ctx, filepath.Join(dir, "lock"))
 	if err != nil {
@@ -783,7 +801,7 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 	rec, err := e.readRecord(id)
 	if err != nil {
 		if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
-			return nil // removed while we waited for the lock
+			return e.drop(id) // removed while we waited for the lock
 		}
 		// A record never written: what exists is named after the slot.
 		rec = &record{Session: Session{ID: id, Slot: slot}}
@@ -846,10 +864,16 @@ func (e *Engine) Reset(ctx context.Context, id string) (*Session, error) {
 	t0 := time.Now()
 	oldPID := rec.Session.InitPID
 	// The address and the ids stay claimed across the reset: this process
-	// takes copies of the old init's claims before killing it.
+	// holds them (it started or adopted the session), or takes copies of
+	// the old init's claims before killing it.
 	addr, ids := addrKey(rec.Plan.Net.Address), idKey(rec.Plan.IDs.Host)
-	held := takeClaim(oldPID, rec.InitStart, fdClaim, claimPath(AddrClaimDir, addr))
-	heldIDs := takeClaim(oldPID, rec.InitStart, fdIDClaim, claimPath(IDClaimDir, ids))
+	held, heldIDs := e.takeHeld(id)
+	if held == nil {
+		held = takeClaim(oldPID, rec.InitStart, fdClaim, claimPath(AddrClaimDir, addr))
+	}
+	if heldIDs == nil {
+		heldIDs = takeClaim(oldPID, rec.InitStart, fdIDClaim, claimPath(IDClaimDir, ids))
+	}
 	fd, err := killInit(oldPID, rec.InitStart)
 	if err == nil {
 		err = deleteLink(rec.Plan.Net.HostVeth)
@@ -949,13 +973,36 @@ func (e *Engine) SaveUpper(ctx context.Context, id, dir string) error {
 	if src == "" {
 		src = fmt.Sprintf("/proc/%d/fd/%d/upper", rec.Session.InitPID, rec.UpperFD)
 	}
-	if err := freeze(ctx, rec.Plan.Cgroup, true); err != nil {
-		return err
+	// The freeze has a deadline: a copy that outlasts FreezeLimit is
+	// abandoned. If this process dies meanwhile, the session stays frozen
+	// until the next holder of its lock thaws it (thawOrphan).
+	fctx, cancelFreeze := context.WithTimeout(ctx, e.cfg.FreezeLimit)
+	defer cancelFreeze()
+	err = freeze(fctx, rec.Plan.Cgroup, true)
+	if err == nil {
+		err = treecopy.Copy(fctx, src, dir, treecopy.Unshift(rec.Plan.IDs.Host, rec.Plan.IDs.Size))
 	}
-	err = treecopy.Copy(src, dir, treecopy.Unshift(rec.Plan.IDs.Host, rec.Plan.IDs.Size))
 	cctx, cancel := cleanupContext()
 	defer cancel()
 	return errors.Join(err, freeze(cctx, rec.Plan.Cgroup, false))
+}
+
+// thawOrphan thaws a session that a SaveUpper left frozen when its process
+// died (the kernel keeps a freezer's state; nobody else would undo it). The
+// caller holds the session's lock, which SaveUpper holds while frozen, so
+// a frozen session found then has no live freezer. A session without a
+// cgroup is success.
+func (e *Engine) thawOrphan(ctx context.Context, rec *record) error {
+	cg := e.facts.cgroups.plan(rec.Session.ID, Limits{})
+	if rec.Plan != nil {
+		cg = rec.Plan.Cgroup
+	}
+	frozen, err := isFrozen(cg)
+	if err != nil || !frozen {
+		return err
+	}
+	e.log.Warn("session left frozen by a process that died: thawing it", "id", rec.Session.ID)
+	return freeze(ctx, cg, false)
 }
 
 // Adopt takes over the sessions a previous process of this prefix left:
@@ -976,13 +1023,18 @@ func (e *Engine) Adopt(ctx context.Context) ([]*Session, error) {
 		}
 		rec, err := e.readRecord(id)
 		if err == nil && rec.Session.State == StateReady && rec.initAlive() {
-			if herr := e.healthy(ctx, rec); herr == nil {
+			herr := e.thawOrphan(ctx, rec)
+			if herr == nil {
+				herr = e.healthy(ctx, rec)
+			}
+			if herr == nil {
+				e.hold(rec.Plan, takeClaim(rec.Session.InitPID, rec.InitStart, fdClaim, claimPath(AddrClaimDir, addrKey(rec.Plan.Net.Address))),
+					takeClaim(rec.Session.InitPID, rec.InitStart, fdIDClaim, claimPath(IDClaimDir, idKey(rec.Plan.IDs.Host))))
 				lk.unlock()
 				out = append(out, rec.session())
 				continue
-			} else {
-				e.log.Warn("session unhealthy: removing it", "id", id, "err", herr)
 			}
+			e.log.Warn("session unhealthy: removing it", "id", id, "err", herr)
 		}
 		if rec == nil {
 			slot, _ := parseID(e.cfg.Prefix, id)
@@ -1043,6 +1095,16 @@ func (e *Engine) Sweep(ctx context.Context) (SweepReport, error) {
 		}
 		rec, err := e.readRecord(id)
 		if err == nil && rec.Session.State == StateReady && rec.initAlive() {
+			liveIDs[id], liveSlots[slot] = true, true
+			errs = append(errs, e.thawOrphan(ctx, rec))
+			lk.unlock()
+			continue
+		}
+		if rec != nil && rec.Plan != nil && rec.Session.State == StateReady && !e.holds(id) &&
+			claimHeld(AddrClaimDir, addrKey(rec.Plan.Net.Address), id) {
+			// Its init died after it was ready, but a live engine keeps it
+			// claimed (a daemon whose client still holds its lease): that
+			// engine removes it.
 			liveIDs[id], liveSlots[slot] = true, true
 			lk.unlock()
 			continue

@@ -23,7 +23,7 @@ func applyTable(c *nftables.Conn, t nftTable) error {
 			Name:     ch.Name,
 			Table:    tab,
 			Type:     map[string]nftables.ChainType{"filter": nftables.ChainTypeFilter, "nat": nftables.ChainTypeNAT}[ch.Type],
-			Hooknum:  map[string]*nftables.ChainHook{"forward": nftables.ChainHookForward, "input": nftables.ChainHookInput, "postrouting": nftables.ChainHookPostrouting}[ch.Hook],
+			Hooknum:  map[string]*nftables.ChainHook{"forward": nftables.ChainHookForward, "input": nftables.ChainHookInput, "output": nftables.ChainHookOutput, "postrouting": nftables.ChainHookPostrouting}[ch.Hook],
 			Priority: map[string]*nftables.ChainPriority{"filter": nftables.ChainPriorityFilter, "srcnat": nftables.ChainPriorityNATSource}[ch.Priority],
 			Policy:   &accept,
 		})
@@ -78,7 +78,11 @@ func (r nftRule) exprs() []expr.Any {
 				data = make([]byte, unix.IFNAMSIZ)
 				copy(data, m.Name)
 			}
-			out = append(out, &expr.Meta{Key: key, Register: 1}, &expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: data})
+			op := expr.CmpOpEq
+			if m.Neq {
+				op = expr.CmpOpNeq
+			}
+			out = append(out, &expr.Meta{Key: key, Register: 1}, &expr.Cmp{Op: op, Register: 1, Data: data})
 		case m.Addr != "":
 			if !ipv4 {
 				out = append(out, &expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},

@@ -9,12 +9,15 @@ import (
 // A session's firewall is one nftables table of family inet, named after its
 // slot, holding three base chains:
 //
-//	forward      session<->session dropped both ways, spoofed sources
+//	forward      the session's address reached only through its veth,
+//	             session<->session dropped both ways, spoofed sources
 //	             dropped, private/link-local/CGNAT destinations dropped
 //	             (DNS to the host's resolvers excepted), IPv6 dropped, and
 //	             everything when egress is off
 //	input        the host is reachable only at the session's own gateway:
 //	             ping, and Config.HostPorts (none by default)
+//	output       the host's own packets to the session's address leave
+//	             only through its veth
 //	postrouting  NAT to the public internet (only when egress is on)
 //
 // The ruleset is data (nftTable): render prints it exactly as `nft list
@@ -43,7 +46,7 @@ type nftRule struct {
 // nftMatch is one condition; exactly one group of fields is set.
 type nftMatch struct {
 	// Interface name: In (iifname) or out (oifname); Prefix matches names
-	// starting with Name.
+	// starting with Name; Neq (shared with Address) negates.
 	Iface  string // "in" or "out"
 	Name   string
 	Prefix bool
@@ -69,7 +72,14 @@ func sessionRuleset(prefix string, n NetPlan) nftTable {
 	drop := func(m ...nftMatch) nftRule { return nftRule{Match: m, Counter: true, Verdict: "drop"} }
 	accept := func(m ...nftMatch) nftRule { return nftRule{Match: m, Verdict: "accept"} }
 
+	// A session whose init died has no veth: its address would route out
+	// of the host (the default route) and reach whoever has it there,
+	// while a client may still hold the session's lease. The table lives
+	// until the session is removed, and these rules keep the address dark.
+	self := nftMatch{Addr: "daddr", Net: netip.PrefixFrom(n.Address.Addr(), 32)}
+	notVeth := nftMatch{Iface: "out", Name: veth, Neq: true}
 	fwd := []nftRule{
+		drop(self, notVeth),
 		drop(in, nftMatch{Addr: "saddr", Net: netip.PrefixFrom(n.Address.Addr(), 32), Neq: true}),
 		drop(in, family),
 		drop(nftMatch{Iface: "out", Name: veth}, nftMatch{Iface: "in", Name: prefix + "h", Prefix: true}),
@@ -103,6 +113,7 @@ func sessionRuleset(prefix string, n NetPlan) nftTable {
 	t := nftTable{Name: n.Table, Chains: []nftChain{
 		{Name: "forward", Type: "filter", Hook: "forward", Priority: "filter", Rules: fwd},
 		{Name: "input", Type: "filter", Hook: "input", Priority: "filter", Rules: input},
+		{Name: "output", Type: "filter", Hook: "output", Priority: "filter", Rules: []nftRule{drop(self, notVeth)}},
 	}}
 	if n.Egress {
 		t.Chains = append(t.Chains, nftChain{Name: "postrouting", Type: "nat", Hook: "postrouting", Priority: "srcnat",
@@ -149,7 +160,11 @@ func (m nftMatch) render() string {
 		if m.Prefix {
 			name += "*"
 		}
-		return fmt.Sprintf("%sifname %q", map[string]string{"in": "i", "out": "o"}[m.Iface], name)
+		op := ""
+		if m.Neq {
+			op = "!= "
+		}
+		return fmt.Sprintf("%sifname %s%q", map[string]string{"in": "i", "out": "o"}[m.Iface], op, name)
 	case m.Addr != "":
 		op := ""
 		if m.Neq {

@@ -259,10 +259,10 @@ func newPlan(in planInput) (*Plan, error) {
 	if req.Snapshot != "" && !filepath.IsAbs(req.Snapshot) {
 		return nil, fmt.Errorf("snapshot %q: want an absolute directory: %w", req.Snapshot, ErrBadRequest)
 	}
-	lim := req.Limits.or(cfg.Limits)
-	if err := lim.check(); err != nil {
+	if err := req.Limits.Check(); err != nil {
 		return nil, err
 	}
+	lim := req.Limits.or(cfg.Limits)
 	if in.slot < 0 || in.slot >= cfg.MaxSessions {
 		return nil, fmt.Errorf("slot %d outside 0..%d: %w", in.slot, cfg.MaxSessions-1, ErrBadRequest)
 	}

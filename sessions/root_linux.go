@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -58,7 +59,7 @@ func buildRoot(p *Plan, userns int) (*root, error) {
 		return nil, fmt.Errorf("chown %s: %w", upper, err)
 	}
 	if rp.Snapshot != "" {
-		if err := treecopy.Copy(rp.Snapshot, upper, treecopy.Shift(p.IDs.Host, p.IDs.Size)); err != nil {
+		if err := treecopy.Copy(context.Background(), rp.Snapshot, upper, treecopy.Shift(p.IDs.Host, p.IDs.Size)); err != nil {
 			return nil, fmt.Errorf("copy snapshot: %w", err)
 		}
 	}

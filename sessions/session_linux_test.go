@@ -434,6 +434,7 @@ func TestAdoptAndCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer eng.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	adopted, err := eng.Adopt(ctx)

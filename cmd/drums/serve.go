@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/drums-dev/drums/provider"
@@ -101,7 +100,7 @@ Flags:
 		return err
 	}
 	if p.StateDir == "" {
-		p.StateDir = filepath.Join(e.StateDir, "provider-"+e.Prefix)
+		p.StateDir = provider.DefaultStateDir(e.StateDir, e.Prefix)
 	}
 	// The engine never needs more slots than the daemon's capacity.
 	e.MaxSessions = p.Capacity

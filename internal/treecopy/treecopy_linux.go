@@ -5,6 +5,7 @@
 package treecopy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -50,8 +51,8 @@ func shift(id, from, to, size int) int {
 // attributes (trusted.overlay.opaque marks opaque directories), symlinks,
 // and device nodes (a 0/0 character device is a whiteout, a deleted file).
 // It needs CAP_MKNOD and CAP_SYS_ADMIN for those. Sockets are skipped; hard
-// links become separate files.
-func Copy(src, dst string, ids IDs) error {
+// links become separate files. It stops, with ctx's error, when ctx ends.
+func Copy(ctx context.Context, src, dst string, ids IDs) error {
 	st, err := os.Lstat(src)
 	if err != nil {
 		return fmt.Errorf("copy %s: %w", src, err)
@@ -62,10 +63,13 @@ func Copy(src, dst string, ids IDs) error {
 	if err := os.MkdirAll(dst, 0o700); err != nil {
 		return fmt.Errorf("copy to %s: %w", dst, err)
 	}
-	return copyEntry(src, dst, st, ids)
+	return copyEntry(ctx, src, dst, st, ids)
 }
 
-func copyEntry(src, dst string, st os.FileInfo, ids IDs) error {
+func copyEntry(ctx context.Context, src, dst string, st os.FileInfo, ids IDs) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
 	sys := st.Sys().(*syscall.Stat_t)
 	mode := st.Mode()
 	switch {
@@ -82,12 +86,12 @@ func copyEntry(src, dst string, st os.FileInfo, ids IDs) error {
 			if err != nil {
 				return fmt.Errorf("stat %s: %w", filepath.Join(src, e.Name()), err)
 			}
-			if err := copyEntry(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), info, ids); err != nil {
+			if err := copyEntry(ctx, filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), info, ids); err != nil {
 				return err
 			}
 		}
 	case mode.IsRegular():
-		if err := copyFile(src, dst); err != nil {
+		if err := copyFile(ctx, src, dst); err != nil {
 			return err
 		}
 	case mode&os.ModeSymlink != 0:
@@ -125,7 +129,7 @@ func copyEntry(src, dst string, st os.FileInfo, ids IDs) error {
 	return nil
 }
 
-func copyFile(src, dst string) error {
+func copyFile(ctx context.Context, src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", src, err)
@@ -135,15 +139,29 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", dst, err)
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return fmt.Errorf("copy %s: %w", src, err)
+	// In chunks, each still a copy_file_range, so a large file stops soon
+	// after ctx ends.
+	for {
+		err := ctx.Err()
+		if err == nil {
+			_, err = io.CopyN(out, in, copyChunk)
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			out.Close()
+			return fmt.Errorf("copy %s: %w", src, err)
+		}
 	}
 	if err := out.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", dst, err)
 	}
 	return nil
 }
+
+// copyChunk is how much of a file is copied between checks of the context.
+const copyChunk = 64 << 20
 
 func copyXattrs(src, dst string) error {
 	size, err := unix.Llistxattr(src, nil)

@@ -22,12 +22,17 @@ type Desktop struct {
 	LeaseExpires time.Time `json:"lease_expires,omitzero"`
 }
 
-// Desktop states. Only a leased desktop accepts renew, revert and snapshot.
+// Desktop states. Only a leased desktop accepts renew, revert and snapshot
+// (a failed one, revert).
 const (
 	StateCreating  = "creating"  // being started for the warm pool
 	StateReady     = "ready"     // warm, in the pool, not leased
 	StateLeased    = "leased"    // handed to a client until LeaseExpires
 	StateRecycling = "recycling" // released; being reset for the pool or removed
+	// StateFailed is a leased desktop that died (its X server, guestd or
+	// init ended): renew and snapshot refuse it, revert replaces it, release
+	// ends the lease. Its address stays claimed and unreachable until then.
+	StateFailed = "failed"
 )
 
 // LeaseRequest asks for a ready desktop. Zero values take the daemon's
