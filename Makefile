@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all deps deps-osworld build images test test-unit lint race bench run compat clean
+.PHONY: all deps deps-osworld build images test test-unit lint race fuzz bench run compat clean
 
 # staticcheck is run at a pinned version with `go run`, outside this module,
 # so its dependencies never enter go.mod (and never upgrade the binaries').
@@ -28,7 +28,7 @@ images: build         ## the core and osworld images (drums image build)
 	$(BIN)/drums image build core
 	$(BIN)/drums image build osworld
 
-test: deps lint race build images ## the gates, then every test, tier 1 (real Xvfb, D-Bus, namespaces, images) included
+test: deps lint race fuzz build images ## the gates, then every test, tier 1 (real Xvfb, D-Bus, namespaces, images) included
 	DRUMS_TIER1=1 DRUMS_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 60m ./...
 
 test-unit:            ## tier 0 only: no root, no X
@@ -62,6 +62,19 @@ lint:                 ## gofmt, go vet on Linux and on darwin, staticcheck (chec
 # it. Tier 0 only: DRUMS_TIER1 is cleared even when the caller exported it.
 race:                 ## tier-0 tests under the race detector
 	env -u DRUMS_TIER1 CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+
+# Each fuzz target for FUZZTIME (go test -fuzz takes one target at a time);
+# what a run finds is written under the package's testdata/fuzz, where it
+# stays as a seed that every plain go test runs.
+FUZZTIME ?= 10s
+FUZZ := ./guestd:FuzzShlex ./guestd:FuzzForm ./guestd:FuzzJSONBody ./internal/pyauto:FuzzSnippet \
+	./internal/pyvalue:FuzzDecodeReplace ./provider:FuzzAPIRequest
+fuzz:                 ## each fuzz target briefly (FUZZTIME, 10s): request parsing of guestd and the daemon
+	@set -e; for t in $(FUZZ); do \
+		echo "fuzz $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+		env -u DRUMS_TIER1 $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%%:*} >/dev/null || \
+		{ env -u DRUMS_TIER1 $(GO) test -run "^$${t#*:}$$" $${t%%:*}; exit 1; }; \
+	done
 
 clean:
 	rm -rf $(BIN)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // form is Werkzeug's request.form: the fields of an urlencoded or
@@ -97,7 +99,7 @@ func readMultipart(mr *multipart.Reader, onFile filePart) (form, error) {
 		if len(value) > maxFieldSize {
 			return nil, &replyError{class: ErrTooLarge, input: true, msg: "multipart field " + name + " is too large"}
 		}
-		f[name] = append(f[name], strings.ToValidUTF8(string(value), "\uFFFD"))
+		f[name] = append(f[name], pyvalue.DecodeReplace(string(value)))
 	}
 }
 
@@ -120,7 +122,7 @@ func parseURLEncoded(body string) form {
 func unquotePlus(s string) string {
 	s = strings.ReplaceAll(s, "+", " ")
 	if !strings.Contains(s, "%") {
-		return s
+		return pyvalue.DecodeReplace(s)
 	}
 	var b []byte
 	for i := 0; i < len(s); i++ {
@@ -131,7 +133,7 @@ func unquotePlus(s string) string {
 		}
 		b = append(b, s[i])
 	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
+	return pyvalue.DecodeReplace(string(b))
 }
 
 func isHex(c byte) bool {

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/drums-dev/drums/internal/pyfmt"
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // Where upstream's Python text reaches a client (str(exception) in an error
@@ -85,48 +86,20 @@ func (e *decodeError) Error() string {
 // error with CPython's positions and reasons ("invalid start byte",
 // "invalid continuation byte", "unexpected end of data").
 func decodeUTF8(b []byte) (string, error) {
-	for i := 0; i < len(b); {
-		c := b[i]
-		if c < 0x80 {
-			i++
-			continue
-		}
-		var n int            // length of the sequence c starts
-		lo, hi := 0x80, 0xbf // allowed range of the second byte
+	s := string(b)
+	for i := 0; i < len(s); {
+		n, valid := pyvalue.SequenceAt(s[i:])
 		switch {
-		case c >= 0xc2 && c <= 0xdf:
-			n = 2
-		case c == 0xe0:
-			n, lo = 3, 0xa0
-		case c == 0xed:
-			n, hi = 3, 0x9f
-		case c >= 0xe1 && c <= 0xef:
-			n = 3
-		case c == 0xf0:
-			n, lo = 4, 0x90
-		case c == 0xf4:
-			n, hi = 4, 0x8f
-		case c >= 0xf1 && c <= 0xf3:
-			n = 4
-		default:
-			return "", &decodeError{start: i, end: i + 1, b: c, reason: "invalid start byte"}
-		}
-		for k := 1; k < n; k++ {
-			if i+k >= len(b) {
-				return "", &decodeError{start: i, end: len(b), b: c, reason: "unexpected end of data"}
-			}
-			d := int(b[i+k])
-			l, h := 0x80, 0xbf
-			if k == 1 {
-				l, h = lo, hi
-			}
-			if d < l || d > h {
-				return "", &decodeError{start: i, end: i + k, b: c, reason: "invalid continuation byte"}
-			}
+		case n == 0:
+			return "", &decodeError{start: i, end: i + 1, b: s[i], reason: "invalid start byte"}
+		case valid < n && i+valid == len(s):
+			return "", &decodeError{start: i, end: len(s), b: s[i], reason: "unexpected end of data"}
+		case valid < n:
+			return "", &decodeError{start: i, end: i + valid, b: s[i], reason: "invalid continuation byte"}
 		}
 		i += n
 	}
-	return string(b), nil
+	return s, nil
 }
 
 // pyText is what subprocess gives for captured output in text mode: strict

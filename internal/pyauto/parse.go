@@ -195,7 +195,9 @@ func tokenize(code string) ([]token, bool) {
 		c := s[i]
 		switch {
 		case c == '\\':
-			if i+1 >= len(s) || s[i+1] != '\n' {
+			// A continuation needs a next line: at the end of the source
+			// Python says "unexpected EOF".
+			if i+2 >= len(s) || s[i+1] != '\n' {
 				return nil, false
 			}
 			i, line = i+2, line+1
