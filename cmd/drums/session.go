@@ -13,15 +13,13 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/drums-dev/drums/internal/term"
 	"github.com/drums-dev/drums/sessions"
 	"github.com/drums-dev/drums/sessions/images"
-	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -295,7 +293,7 @@ func sessionExec(ctx context.Context, fs *flag.FlagSet, ef *engineFlags, args []
 		opts.User = "root"
 	}
 	if shell {
-		restore, resize, err := rawTerminal()
+		restore, resize, err := shellTerminal()
 		if err != nil {
 			return err
 		}
@@ -307,13 +305,13 @@ func sessionExec(ctx context.Context, fs *flag.FlagSet, ef *engineFlags, args []
 	} else {
 		// A terminal passed into a session could be written to behind
 		// the user's back (TIOCSTI): pass terminals through pipes.
-		if isTerminal(os.Stdin) {
+		if term.IsTerminal(os.Stdin) {
 			opts.Stdin = struct{ io.Reader }{os.Stdin}
 		}
-		if isTerminal(os.Stdout) {
+		if term.IsTerminal(os.Stdout) {
 			opts.Stdout = struct{ io.Writer }{os.Stdout}
 		}
-		if isTerminal(os.Stderr) {
+		if term.IsTerminal(os.Stderr) {
 			opts.Stderr = struct{ io.Writer }{os.Stderr}
 		}
 	}
@@ -330,56 +328,25 @@ func sessionExec(ctx context.Context, fs *flag.FlagSet, ef *engineFlags, args []
 	return nil
 }
 
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
-
-// rawTerminal puts stdin in raw mode for a shell and reports its size, now
-// and on every SIGWINCH.
-func rawTerminal() (restore func(), resize <-chan sessions.TermSize, err error) {
-	fd := int(os.Stdin.Fd())
-	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
-	if err != nil {
-		return nil, nil, fmt.Errorf("shell: stdin is not a terminal")
-	}
-	raw := *old
-	raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
-	raw.Oflag &^= unix.OPOST
-	raw.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
-	raw.Cflag &^= unix.CSIZE | unix.PARENB
-	raw.Cflag |= unix.CS8
-	raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
-	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &raw); err != nil {
-		return nil, nil, fmt.Errorf("shell: raw mode: %w", err)
+// shellTerminal puts stdin in raw mode for a shell and reports stdout's
+// size, now and on every SIGWINCH.
+func shellTerminal() (restore func(), resize <-chan sessions.TermSize, err error) {
+	restoreMode, err := term.MakeRaw(os.Stdin)
+	if errors.Is(err, term.ErrNotTerminal) {
+		return nil, nil, errors.New("shell: stdin is not a terminal")
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("shell: %w", err)
 	}
 	ch := make(chan sessions.TermSize, 4)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGWINCH)
-	send := func() {
-		if ws, err := unix.IoctlGetWinsize(int(os.Stdout.Fd()), unix.TIOCGWINSZ); err == nil {
-			select {
-			case ch <- sessions.TermSize{Rows: ws.Row, Cols: ws.Col}:
-			default:
-			}
+	stop := term.WatchSize(os.Stdout, func(s term.Size) {
+		select {
+		case ch <- sessions.TermSize(s):
+		default:
 		}
-	}
-	send()
-	stop := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-sigs:
-				send()
-			case <-stop:
-				return
-			}
-		}
-	}()
+	})
 	return func() {
-		signal.Stop(sigs)
-		close(stop)
-		unix.IoctlSetTermios(fd, unix.TCSETS, old)
+		stop()
+		restoreMode()
 	}, ch, nil
 }
 

@@ -21,6 +21,9 @@ var forbidden = map[string][]string{
 	"./sessions/...": {"net/http", "github.com/labstack/echo/v4/...", "github.com/jezek/xgb/...", module + "/internal/x11/...", module + "/guestd/..."},
 	"./provider/...": {module + "/guestd/...", module + "/internal/x11/...", module + "/internal/pyauto/..."},
 	"./tasks/...":    {module + "/sessions/...", module + "/internal/x11/..."},
+	// The host's terminal, for drums session shell: sizes go to sessions
+	// through the caller.
+	"./internal/term/...": {module + "/sessions/..."},
 }
 
 type listed struct {
