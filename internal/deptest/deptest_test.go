@@ -24,6 +24,9 @@ var forbidden = map[string][]string{
 	// The host's terminal, for drums session shell: sizes go to sessions
 	// through the caller.
 	"./internal/term/...": {module + "/sessions/..."},
+	// drums run drives desktops through the daemon and the guest API only;
+	// the image store and the daemon's start come from its caller.
+	"./internal/mainjob/...": {module + "/sessions/...", module + "/provider", module + "/guestd/...", module + "/internal/x11/..."},
 }
 
 type listed struct {
