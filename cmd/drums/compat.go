@@ -100,30 +100,30 @@ Flags:
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return nil
 	} else if err != nil {
-		return err
+		return badUsage(err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())
+		return badUsage(fmt.Errorf("unexpected arguments %q (see --help)", fs.Args()))
 	}
 	external := cfg.UpstreamURL != "" || cfg.GuestdURL != "" || cfg.Exec != ""
 	if external && (cfg.UpstreamURL == "" || cfg.GuestdURL == "" || cfg.Exec == "") {
-		return fmt.Errorf("--upstream-url, --guestd-url and --exec go together")
+		return badUsage(errors.New("--upstream-url, --guestd-url and --exec go together"))
 	}
 
 	if cfg.Bench && (cfg.BenchN < 1 || cfg.BenchWarmup < 0) {
-		return fmt.Errorf("--bench-n must be at least 1 and --bench-warmup at least 0")
+		return badUsage(errors.New("--bench-n must be at least 1 and --bench-warmup at least 0"))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	compareOnly, benchOnly := []string{"cases", "known", "out", "include-slow"}, []string{"bench-file", "bench-n", "bench-warmup", "bench-out"}
 	for _, name := range compareOnly {
 		if cfg.Bench && set[name] {
-			return fmt.Errorf("--%s is for comparing answers, not with --bench", name)
+			return badUsage(fmt.Errorf("--%s is for comparing answers, not with --bench", name))
 		}
 	}
 	for _, name := range benchOnly {
 		if !cfg.Bench && set[name] {
-			return fmt.Errorf("--%s needs --bench", name)
+			return badUsage(fmt.Errorf("--%s needs --bench", name))
 		}
 	}
 	var benches []compat.Benchmark

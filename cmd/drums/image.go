@@ -49,7 +49,7 @@ func runImage(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(os.Stderr, imageUsage)
 		if len(args) == 0 {
-			return errors.New("image: no command")
+			return badUsage(errors.New("image: no command"))
 		}
 		return nil
 	}
@@ -60,7 +60,7 @@ func runImage(ctx context.Context, args []string) error {
 	run, ok := sub[args[0]]
 	if !ok {
 		fmt.Fprint(os.Stderr, imageUsage)
-		return fmt.Errorf("image: unknown command %q", args[0])
+		return badUsage(fmt.Errorf("image: unknown command %q", args[0]))
 	}
 	return run(ctx, args[1:])
 }
@@ -74,11 +74,11 @@ func imageFlags(fs *flag.FlagSet, args []string, usage string, want int) (*image
 		fs.PrintDefaults()
 	}
 	if err := parseInterspersed(fs, args); err != nil {
-		return nil, nil, err
+		return nil, nil, badUsage(err)
 	}
 	if fs.NArg() != want {
 		fs.Usage()
-		return nil, nil, fmt.Errorf("want %d argument(s), got %d", want, fs.NArg())
+		return nil, nil, badUsage(fmt.Errorf("want %d argument(s), got %d", want, fs.NArg()))
 	}
 	st, err := images.Open(*dir)
 	return st, fs.Args(), err
@@ -273,7 +273,7 @@ Flags:
 	}
 	argv := args[min(dash+1, len(args)):]
 	if len(argv) == 0 {
-		return errors.New("image run: no command after --")
+		return badUsage(errors.New("image run: no command after --"))
 	}
 	im, err := st.Get(pos[0])
 	if err != nil {

@@ -8,6 +8,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -45,10 +47,30 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := cmd.run(ctx, os.Args[2:])
 	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		return // the command printed its usage, as asked
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "drums %s: %v\n", name, err)
+		if errors.As(err, new(usageError)) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
+}
+
+// usageError is a bad command line: drums exits 2 for it, as for an
+// unknown command, and 1 when a command fails.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// badUsage marks err, if any, as a bad command line.
+func badUsage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageError{err}
 }
 
 func usage() {

@@ -60,13 +60,13 @@ Flags:
 	fs.StringVar(&cfg.Image, "image", sessions.DefaultImage, "the image the desktops run from (built first when it is a built-in recipe's)")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "bound on the whole run")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return badUsage(err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (see drums run --help)", fs.Args())
+		return badUsage(fmt.Errorf("unexpected arguments %q (see drums run --help)", fs.Args()))
 	}
 	if cfg.Desktops < 1 {
-		return fmt.Errorf("--desktops %d: must be at least 1", cfg.Desktops)
+		return badUsage(fmt.Errorf("--desktops %d: must be at least 1", cfg.Desktops))
 	}
 	return mainjob.Run(ctx, cfg, mainjob.Host{
 		EnsureImage: func(ctx context.Context) error { return ensureImage(ctx, imageDir, cfg.Image) },

@@ -84,15 +84,15 @@ Flags:
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return err
+		return badUsage(err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (see drums serve --help)", fs.Args())
+		return badUsage(fmt.Errorf("unexpected arguments %q (see drums serve --help)", fs.Args()))
 	}
 	if cfg.TokenFile != "" {
 		b, err := os.ReadFile(cfg.TokenFile)
 		if err != nil {
-			return fmt.Errorf("read token file: %w", err)
+			return badUsage(fmt.Errorf("read token file: %w", err))
 		}
 		p.Token = strings.TrimSpace(string(b))
 	}
@@ -111,7 +111,7 @@ Flags:
 		e.Logger = log
 	}
 	if err := p.Validate(); err != nil {
-		return err
+		return badUsage(err)
 	}
 	eng, err := sessions.New(e)
 	if err != nil {

@@ -49,7 +49,7 @@ func (f *engineFlags) config() (sessions.Config, error) {
 	if f.network != "" {
 		var err error
 		if network, err = netip.ParsePrefix(f.network); err != nil {
-			return sessions.Config{}, fmt.Errorf("--network %q: %w", f.network, err)
+			return sessions.Config{}, badUsage(fmt.Errorf("--network %q: %w", f.network, err))
 		}
 	}
 	cfg := sessions.Config{Prefix: f.prefix, StateDir: f.stateDir, ImageDir: f.imageDir, Image: f.image, Guestd: f.guestd,
@@ -119,7 +119,7 @@ func runSession(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(os.Stderr, sessionUsage)
 		if len(args) == 0 {
-			return errors.New("no session command")
+			return badUsage(errors.New("no session command"))
 		}
 		return nil
 	}
@@ -154,7 +154,7 @@ func sessionCommand(ctx context.Context, sub string, fs *flag.FlagSet, ef *engin
 		return sessionPlan(fs, ef, args)
 	}
 	fmt.Fprint(os.Stderr, sessionUsage)
-	return fmt.Errorf("unknown session command %q", sub)
+	return badUsage(fmt.Errorf("unknown session command %q", sub))
 }
 
 // printSession prints a ready desktop: one JSON object with --json.
@@ -171,7 +171,7 @@ func sessionCreate(ctx context.Context, fs *flag.FlagSet, ef *engineFlags, args 
 	rf.register(fs)
 	asJSON := fs.Bool("json", false, "print the desktop as one JSON object")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return badUsage(err)
 	}
 	e, err := ef.engine()
 	if err != nil {
@@ -188,7 +188,7 @@ func sessionCreate(ctx context.Context, fs *flag.FlagSet, ef *engineFlags, args 
 func sessionList(fs *flag.FlagSet, ef *engineFlags, args []string) error {
 	asJSON := fs.Bool("json", false, "print a JSON array")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return badUsage(err)
 	}
 	e, err := ef.engine()
 	if err != nil {
@@ -216,10 +216,10 @@ func sessionList(fs *flag.FlagSet, ef *engineFlags, args []string) error {
 
 func sessionRemove(ctx context.Context, fs *flag.FlagSet, ef *engineFlags, args []string) error {
 	if err := fs.Parse(args); err != nil {
-		return err
+		return badUsage(err)
 	}
 	if fs.NArg() == 0 {
-		return errors.New("rm: which session? (drums session ls)")
+		return badUsage(errors.New("rm: which session? (drums session ls)"))
 	}
 	e, err := ef.engine()
 	if err != nil {
@@ -235,10 +235,10 @@ func sessionRemove(ctx context.Context, fs *flag.FlagSet, ef *engineFlags, args 
 func sessionReset(ctx context.Context, fs *flag.FlagSet, ef *engineFlags, args []string) error {
 	asJSON := fs.Bool("json", false, "print the desktop as one JSON object")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return badUsage(err)
 	}
 	if fs.NArg() != 1 {
-		return errors.New("reset: want one session id")
+		return badUsage(errors.New("reset: want one session id"))
 	}
 	e, err := ef.engine()
 	if err != nil {
@@ -269,11 +269,11 @@ func sessionExec(ctx context.Context, fs *flag.FlagSet, ef *engineFlags, args []
 	var env envFlags
 	fs.Var(&env, "env", "KEY=VALUE added to the environment (repeatable)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return badUsage(err)
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
-		return errors.New("which session? (drums session ls)")
+		return badUsage(errors.New("which session? (drums session ls)"))
 	}
 	id, argv := argv[0], argv[1:]
 	if len(argv) > 0 && argv[0] == "--" {
@@ -282,7 +282,7 @@ func sessionExec(ctx context.Context, fs *flag.FlagSet, ef *engineFlags, args []
 	if shell {
 		argv = []string{"/bin/bash", "-l"}
 	} else if len(argv) == 0 {
-		return errors.New("exec: no command (drums session exec ID -- CMD...)")
+		return badUsage(errors.New("exec: no command (drums session exec ID -- CMD...)"))
 	}
 	e, err := ef.engine()
 	if err != nil {
@@ -352,10 +352,10 @@ func shellTerminal() (restore func(), resize <-chan sessions.TermSize, err error
 
 func sessionScreenshot(ctx context.Context, fs *flag.FlagSet, ef *engineFlags, args []string) error {
 	if err := fs.Parse(args); err != nil {
-		return err
+		return badUsage(err)
 	}
 	if fs.NArg() != 2 {
-		return errors.New("screenshot: want ID FILE")
+		return badUsage(errors.New("screenshot: want ID FILE"))
 	}
 	e, err := ef.engine()
 	if err != nil {
@@ -394,7 +394,7 @@ func sessionPlan(fs *flag.FlagSet, ef *engineFlags, args []string) error {
 	rf.register(fs)
 	slot := fs.Int("slot", 0, "slot the plan is for")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return badUsage(err)
 	}
 	cfg, err := ef.config()
 	if err != nil {

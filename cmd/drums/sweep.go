@@ -27,7 +27,7 @@ func runSweep(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return nil
 	} else if err != nil {
-		return err
+		return badUsage(err)
 	}
 	e, err := ef.engine()
 	if err != nil {

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -27,7 +28,7 @@ func init() {
 }
 
 func runTasks(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(os.Stderr, `Usage: drums tasks COMMAND [flags]
 
 Commands:
@@ -37,7 +38,7 @@ Commands:
 Run 'drums tasks COMMAND --help' for a command's flags.
 `)
 		if len(args) == 0 {
-			return fmt.Errorf("missing command")
+			return badUsage(errors.New("missing command"))
 		}
 		return nil
 	}
@@ -47,7 +48,7 @@ Run 'drums tasks COMMAND --help' for a command's flags.
 	case "list":
 		return runTasksList(args[1:])
 	}
-	return fmt.Errorf("unknown tasks command %q (try drums tasks --help)", args[0])
+	return badUsage(fmt.Errorf("unknown tasks command %q (try drums tasks --help)", args[0]))
 }
 
 // commaList is a flag holding a comma-separated, repeatable list.
@@ -105,7 +106,7 @@ func (s *suiteFlags) load() ([]tasks.Entry, []*tasks.Task, error) {
 		return nil, out, nil
 	}
 	if s.Suite == "" {
-		return nil, nil, fmt.Errorf("no suite: give --suite FILE (or set DRUMS_OSWORLD), or --builtin")
+		return nil, nil, badUsage(errors.New("no suite: give --suite FILE (or set DRUMS_OSWORLD), or --builtin"))
 	}
 	if s.Examples == "" {
 		s.Examples = filepath.Join(filepath.Dir(s.Suite), "examples")
@@ -195,13 +196,13 @@ Flags:
 	fs.StringVar(&cfg.Python.ProviderPath, "provider-python", defaultProviderPython(), "directory holding the drums_osworld package (provider/python)")
 	fs.StringVar(&cfg.Python.Python, "python", "/usr/bin/python3", "Python interpreter for --via-python")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return badUsage(err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (see drums tasks run --help)", fs.Args())
+		return badUsage(fmt.Errorf("unexpected arguments %q (see drums tasks run --help)", fs.Args()))
 	}
 	if cfg.Parallel < 1 {
-		return fmt.Errorf("--parallel %d: must be at least 1", cfg.Parallel)
+		return badUsage(fmt.Errorf("--parallel %d: must be at least 1", cfg.Parallel))
 	}
 	entries, builtin, err := cfg.Suite.load()
 	if err != nil {
@@ -225,7 +226,7 @@ Flags:
 	}
 	if cfg.ViaPython {
 		if builtin != nil {
-			return fmt.Errorf("--via-python runs suite tasks, not --builtin")
+			return badUsage(errors.New("--via-python runs suite tasks, not --builtin"))
 		}
 		p := cfg.Python
 		p.Socket, p.CacheDir, p.LogDir, p.Image = cfg.Socket, cfg.Suite.Cache, filepath.Join(files, "logs"), cfg.Image
@@ -344,7 +345,7 @@ Flags:
 	fs.BoolVar(&asJSON, "json", false, "print JSON lines instead of text")
 	native := fs.Bool("native", false, "print the getters and metrics drums computes itself, and stop")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return badUsage(err)
 	}
 	if *native {
 		fmt.Printf("native getters: %s\nnative metrics: %s\n", strings.Join(tasks.NativeGetters(), ", "), strings.Join(tasks.NativeMetrics(), ", "))
