@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/drums-dev/drums/internal/testutil"
-	"github.com/google/go-cmp/cmp"
 )
 
 func env(m map[string]string) func(string) string {
@@ -87,19 +86,7 @@ func TestHelp(t *testing.T) {
 			t.Errorf("--help does not explain --%s:\n%s", name, out.String())
 		}
 	}
-	golden := filepath.Join("testdata", "help.golden")
-	if *update {
-		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (go test -update writes it)", err)
-	}
-	if d := cmp.Diff(string(want), out.String()); d != "" {
-		t.Errorf("--help differs from %s (-want +got; review, then -update):\n%s", golden, d)
-	}
+	testutil.Golden(t, filepath.Join("testdata", "help.golden"), out.String(), *update)
 }
 
 // Main's exit status: 0 for --help, 2 with the reason for a bad command
