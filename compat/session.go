@@ -18,7 +18,7 @@ import (
 
 // SessionEngine is what the session desktop needs from the session engine;
 // the real one is *sessions.Engine (asserted where it is built, in
-// cmd/drums), tests may use a fake.
+// internal/drumscli), tests may use a fake.
 type SessionEngine interface {
 	Create(ctx context.Context, req sessions.Request) (*sessions.Session, error)
 	Exec(ctx context.Context, id string, argv []string, opts sessions.ExecOptions) (sessions.ExecResult, error)

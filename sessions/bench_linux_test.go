@@ -26,7 +26,8 @@ const benchSessions = 20
 
 // idleSettle is how long the desktops idle before their memory is read: an
 // idle desktop is measured, and guestd frees its heap after 2 s without
-// requests and its screenshot shared memory after 60 s (cmd/guestd/idle.go).
+// requests and its screenshot shared memory after 60 s
+// (internal/guestdcli/idle.go).
 const idleSettle = 150 * time.Second
 
 func percentile(d []time.Duration, p float64) time.Duration {

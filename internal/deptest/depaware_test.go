@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -51,6 +52,23 @@ func TestDepaware(t *testing.T) {
 				t.Errorf("cmd/%s/depaware.txt is stale (-listed +built); review, then rerun with -update:\n%s", bin, d)
 			}
 		})
+	}
+}
+
+// TestThinBinaries: cmd/<name> is its CLI package's Main and nothing else
+// (DESIGN.md: thin binaries); the commands, their flags and their tests
+// live in internal/<name>cli.
+func TestThinBinaries(t *testing.T) {
+	for _, bin := range binaries {
+		cmd := exec.Command("go", "list", "-f", "{{join .Imports \" \"}}", "./cmd/"+bin)
+		cmd.Dir = "../.."
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list ./cmd/%s: %v", bin, err)
+		}
+		if got, want := strings.Fields(string(out)), []string{module + "/internal/" + bin + "cli", "os"}; !slices.Equal(got, want) {
+			t.Errorf("cmd/%s imports %v, want only %v", bin, got, want)
+		}
 	}
 }
 

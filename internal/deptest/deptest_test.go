@@ -21,6 +21,16 @@ var forbidden = map[string][]string{
 	"./sessions/...": {"net/http", "github.com/labstack/echo/v4/...", "github.com/jezek/xgb/...", module + "/internal/x11/...", module + "/guestd/..."},
 	"./provider/...": {module + "/guestd/...", module + "/internal/x11/...", module + "/internal/pyauto/..."},
 	"./tasks/...":    {module + "/sessions/...", module + "/internal/x11/..."},
+	// drums carries nothing of a desktop's side: guestd is its own binary.
+	"./internal/drumscli/...": {module + "/guestd/...", module + "/atspi/...", module + "/internal/x11/...", module + "/internal/pyauto/..."},
+	// guestd's command is also a drop-in for a real OSWorld VM: no engine.
+	"./internal/guestdcli/...": {module + "/sessions/...", module + "/provider/..."},
+	// The host's terminal, for drums session shell: sizes go to sessions
+	// through the caller.
+	"./internal/term/...": {module + "/sessions/..."},
+	// drums run drives desktops through the daemon and the guest API only;
+	// the image store and the daemon's start come from its caller.
+	"./internal/mainjob/...": {module + "/sessions/...", module + "/provider", module + "/guestd/...", module + "/internal/x11/..."},
 }
 
 type listed struct {

@@ -1,12 +1,14 @@
 //go:build linux
 
-package main
+package drumscli
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,36 +21,14 @@ import (
 	"github.com/drums-dev/drums/tasks"
 )
 
-func init() {
-	commands["tasks"] = command{
-		summary: "run OSWorld task files on drums desktops and report task by task",
-		run:     runTasks,
-	}
-}
-
-func runTasks(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(os.Stderr, `Usage: drums tasks COMMAND [flags]
+const tasksUsage = `Usage: drums tasks COMMAND [flags]
 
 Commands:
   run    run a suite (or the built-in tasks) on leased desktops and write the report
   list   show each task's requirements (apps, file cache, live web, services); no desktop needed
 
 Run 'drums tasks COMMAND --help' for a command's flags.
-`)
-		if len(args) == 0 {
-			return fmt.Errorf("missing command")
-		}
-		return nil
-	}
-	switch args[0] {
-	case "run":
-		return runTasksRun(ctx, args[1:])
-	case "list":
-		return runTasksList(args[1:])
-	}
-	return fmt.Errorf("unknown tasks command %q (try drums tasks --help)", args[0])
-}
+`
 
 // commaList is a flag holding a comma-separated, repeatable list.
 type commaList []string
@@ -86,6 +66,14 @@ func (s *suiteFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.Builtin, "builtin", false, "the built-in drums tasks instead of a suite")
 }
 
+// check says what is missing to pick tasks.
+func (s *suiteFlags) check() error {
+	if s.Suite == "" && !s.Builtin {
+		return errors.New("no suite: give --suite FILE (or set DRUMS_OSWORLD), or --builtin")
+	}
+	return nil
+}
+
 // load returns the selected tasks as entries (suite) or tasks (built-in).
 func (s *suiteFlags) load() ([]tasks.Entry, []*tasks.Task, error) {
 	if s.Builtin {
@@ -103,9 +91,6 @@ func (s *suiteFlags) load() ([]tasks.Entry, []*tasks.Task, error) {
 			return nil, nil, fmt.Errorf("no built-in task matches --id %v", s.IDs)
 		}
 		return nil, out, nil
-	}
-	if s.Suite == "" {
-		return nil, nil, fmt.Errorf("no suite: give --suite FILE (or set DRUMS_OSWORLD), or --builtin")
 	}
 	if s.Examples == "" {
 		s.Examples = filepath.Join(filepath.Dir(s.Suite), "examples")
@@ -145,12 +130,13 @@ type tasksRunConfig struct {
 	Python      tasks.PythonConfig
 	ImageDir    string
 	Image       string
+	Args        []string // the command line, for the report
 }
 
-func runTasksRun(ctx context.Context, args []string) error {
+func parseTasksRun(args []string, stderr io.Writer) (tasksRunConfig, error) {
 	cfg := tasksRunConfig{Out: "tasks-report", Parallel: 2, StartDaemon: true, Width: 1920, Height: 1080,
-		Settle: 10 * time.Second, TaskTimeout: 10 * time.Minute, OpenTimeout: tasks.DefaultTimeouts.Open}
-	fs := flag.NewFlagSet("tasks run", flag.ContinueOnError)
+		Settle: 10 * time.Second, TaskTimeout: 10 * time.Minute, OpenTimeout: tasks.DefaultTimeouts.Open, Args: args}
+	fs := newFlags("tasks run", stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: drums tasks run [flags]
 
@@ -195,14 +181,24 @@ Flags:
 	fs.StringVar(&cfg.Python.ProviderPath, "provider-python", defaultProviderPython(), "directory holding the drums_osworld package (provider/python)")
 	fs.StringVar(&cfg.Python.Python, "python", "/usr/bin/python3", "Python interpreter for --via-python")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cfg, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (see drums tasks run --help)", fs.Args())
+		return cfg, fmt.Errorf("unexpected arguments %q (see drums tasks run --help)", fs.Args())
 	}
 	if cfg.Parallel < 1 {
-		return fmt.Errorf("--parallel %d: must be at least 1", cfg.Parallel)
+		return cfg, fmt.Errorf("--parallel %d: must be at least 1", cfg.Parallel)
 	}
+	if err := cfg.Suite.check(); err != nil {
+		return cfg, err
+	}
+	if cfg.ViaPython && cfg.Suite.Builtin {
+		return cfg, errors.New("--via-python runs suite tasks, not --builtin")
+	}
+	return cfg, nil
+}
+
+func runTasksRun(ctx context.Context, cfg tasksRunConfig, s stdio) error {
 	entries, builtin, err := cfg.Suite.load()
 	if err != nil {
 		return err
@@ -224,9 +220,6 @@ Flags:
 		Timeouts: tasks.Timeouts{Open: cfg.OpenTimeout},
 	}
 	if cfg.ViaPython {
-		if builtin != nil {
-			return fmt.Errorf("--via-python runs suite tasks, not --builtin")
-		}
 		p := cfg.Python
 		p.Socket, p.CacheDir, p.LogDir, p.Image = cfg.Socket, cfg.Suite.Cache, filepath.Join(files, "logs"), cfg.Image
 		if p.CacheDir == "" {
@@ -239,21 +232,21 @@ Flags:
 	}
 
 	if cfg.StartDaemon {
-		if err := ensureImage(ctx, cfg.ImageDir, cfg.Image); err != nil {
+		if err := ensureImage(ctx, cfg.ImageDir, cfg.Image, s.err); err != nil {
 			return fmt.Errorf("image %s: %w", cfg.Image, err)
 		}
 	}
-	d, err := connectDaemon(ctx, cfg.Socket, cfg.StartDaemon, filepath.Join(files, "logs"), []string{"--image-dir", cfg.ImageDir, "--image", cfg.Image})
+	d, err := connectDaemon(ctx, cfg.Socket, cfg.StartDaemon, filepath.Join(files, "logs"), []string{"--image-dir", cfg.ImageDir, "--image", cfg.Image}, s.err)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err := d.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "drums tasks:", err)
+			fmt.Fprintln(s.err, "drums tasks:", err)
 		}
 	}()
 	desktops := &tasks.ProviderDesktops{Client: d.Client, LeaseSeconds: int((cfg.TaskTimeout + 5*time.Minute).Seconds()), Image: cfg.Image}
-	runner := tasks.NewRunner(rc, desktops, tasks.NewTextProgress(os.Stderr))
+	runner := tasks.NewRunner(rc, desktops, tasks.NewTextProgress(s.err))
 	start := time.Now()
 	var results []tasks.Result
 	if builtin != nil {
@@ -265,7 +258,7 @@ Flags:
 		return err
 	}
 	rep := tasks.Report{Results: results, Started: start, Duration: time.Since(start), Mode: "native",
-		Command: "drums tasks run " + strings.Join(args, " ")}
+		Command: "drums tasks run " + strings.Join(cfg.Args, " ")}
 	if cfg.ViaPython {
 		rep.Mode = "osworld"
 	}
@@ -274,10 +267,10 @@ Flags:
 	}
 	t := tasks.Totals(results)
 	var parts []string
-	for _, s := range tasks.Statuses {
-		parts = append(parts, fmt.Sprintf("%s %d", s, t[s]))
+	for _, st := range tasks.Statuses {
+		parts = append(parts, fmt.Sprintf("%s %d", st, t[st]))
 	}
-	fmt.Printf("%d tasks in %s: %s\nreport: %s, %s\n", len(results), time.Since(start).Round(time.Second),
+	fmt.Fprintf(s.out, "%d tasks in %s: %s\nreport: %s, %s\n", len(results), time.Since(start).Round(time.Second),
 		strings.Join(parts, ", "), filepath.Join(out, "report.md"), filepath.Join(out, "report.json"))
 	return ctx.Err()
 }
@@ -298,8 +291,8 @@ func defaultProviderPython() string {
 }
 
 // connectDaemon returns the daemon on socket, starting `drums serve` as a
-// child when none answers and start is set.
-func connectDaemon(ctx context.Context, socket string, start bool, logDir string, serveArgs []string) (*tasks.Daemon, error) {
+// child when none answers and start is set; it says so on stderr.
+func connectDaemon(ctx context.Context, socket string, start bool, logDir string, serveArgs []string, stderr io.Writer) (*tasks.Daemon, error) {
 	if !start {
 		c, err := client.New(socket, "")
 		if err != nil {
@@ -319,15 +312,21 @@ func connectDaemon(ctx context.Context, socket string, start bool, logDir string
 		return nil, err
 	}
 	if d.Started {
-		fmt.Fprintf(os.Stderr, "drums: started a daemon on %s (log %s); it stops when this run ends\n", socket, d.Log)
+		fmt.Fprintf(stderr, "drums: started a daemon on %s (log %s); it stops when this run ends\n", socket, d.Log)
 	}
 	return d, nil
 }
 
-func runTasksList(args []string) error {
-	var s suiteFlags
-	asJSON := false
-	fs := flag.NewFlagSet("tasks list", flag.ContinueOnError)
+// tasksListConfig is the configuration of `drums tasks list`.
+type tasksListConfig struct {
+	Suite  suiteFlags
+	JSON   bool
+	Native bool
+}
+
+func parseTasksList(args []string, stderr io.Writer) (tasksListConfig, error) {
+	var cfg tasksListConfig
+	fs := newFlags("tasks list", stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: drums tasks list [flags]
 
@@ -340,33 +339,40 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	s.register(fs)
-	fs.BoolVar(&asJSON, "json", false, "print JSON lines instead of text")
-	native := fs.Bool("native", false, "print the getters and metrics drums computes itself, and stop")
+	cfg.Suite.register(fs)
+	fs.BoolVar(&cfg.JSON, "json", false, "print JSON lines instead of text")
+	fs.BoolVar(&cfg.Native, "native", false, "print the getters and metrics drums computes itself, and stop")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cfg, err
 	}
-	if *native {
-		fmt.Printf("native getters: %s\nnative metrics: %s\n", strings.Join(tasks.NativeGetters(), ", "), strings.Join(tasks.NativeMetrics(), ", "))
+	if cfg.Native {
+		return cfg, nil
+	}
+	return cfg, cfg.Suite.check()
+}
+
+func runTasksList(_ context.Context, cfg tasksListConfig, s stdio) error {
+	if cfg.Native {
+		fmt.Fprintf(s.out, "native getters: %s\nnative metrics: %s\n", strings.Join(tasks.NativeGetters(), ", "), strings.Join(tasks.NativeMetrics(), ", "))
 		return nil
 	}
-	entries, builtin, err := s.load()
+	entries, builtin, err := cfg.Suite.load()
 	if err != nil {
 		return err
 	}
 	list := builtin
 	for _, e := range entries {
-		t, err := tasks.LoadTask(s.Examples, e.Domain, e.ID)
+		t, err := tasks.LoadTask(cfg.Suite.Examples, e.Domain, e.ID)
 		if err != nil {
 			return err
 		}
 		list = append(list, t)
 	}
-	enc := json.NewEncoder(os.Stdout)
+	enc := json.NewEncoder(s.out)
 	for _, t := range list {
-		req := tasks.Analyze(t, tasks.FileCache{Dir: s.Cache})
+		req := tasks.Analyze(t, tasks.FileCache{Dir: cfg.Suite.Cache})
 		nn := tasks.NotNativeParts(t)
-		if asJSON {
+		if cfg.JSON {
 			if err := enc.Encode(map[string]any{"domain": t.Domain, "id": t.ID, "requirements": req, "not_native": nn}); err != nil {
 				return err
 			}
@@ -378,7 +384,7 @@ Flags:
 				present++
 			}
 		}
-		fmt.Printf("%s/%s\n  apps: %s\n  file cache: %d/%d present\n  live web: %s\n  services: %s\n  not native: %s\n",
+		fmt.Fprintf(s.out, "%s/%s\n  apps: %s\n  file cache: %d/%d present\n  live web: %s\n  services: %s\n  not native: %s\n",
 			t.Domain, t.ID, orNone(req.Apps), present, len(req.FileCache), orNone(req.LiveWeb), orNone(req.Services), orNone(nn))
 	}
 	return nil

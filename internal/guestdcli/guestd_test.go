@@ -1,4 +1,4 @@
-package main
+package guestdcli
 
 import (
 	"bufio"
@@ -71,6 +71,9 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+var update = flag.Bool("update", false, "rewrite testdata/help.golden from the current output")
+
+// --help explains every flag; testdata/help.golden is the text, for review.
 func TestHelp(t *testing.T) {
 	var out bytes.Buffer
 	_, err := parseFlags([]string{"--help"}, env(nil), &out)
@@ -83,12 +86,50 @@ func TestHelp(t *testing.T) {
 			t.Errorf("--help does not explain --%s:\n%s", name, out.String())
 		}
 	}
+	testutil.Golden(t, filepath.Join("testdata", "help.golden"), out.String(), *update)
+}
+
+// Main's exit status: 0 for --help, 2 with the reason for a bad command
+// line, 1 when the server cannot start.
+func TestMainStatus(t *testing.T) {
+	usage := "Usage: guestd [flags]\n"
+	for _, c := range []struct {
+		args        []string
+		env         map[string]string
+		status      int
+		first, last string // how stderr starts and ends
+	}{
+		{[]string{"--help"}, nil, 0, usage, ""},
+		{[]string{"-h"}, nil, 0, usage, ""},
+		{nil, nil, 2, "guestd: no X display: set DISPLAY or pass --display\n", ""},
+		{nil, map[string]string{"DISPLAY": ":1"}, 2, "guestd: no home directory: set HOME or pass --home\n", ""},
+		{[]string{"--bogus"}, nil, 2, "flag provided but not defined: -bogus\n", "guestd: flag provided but not defined: -bogus\n"},
+		{[]string{"--display", ":1", "--home", "/h", "extra"}, nil, 2, "guestd: unexpected arguments: extra\n", ""},
+		{[]string{"--max-body", "0", "--display", ":1"}, nil, 2, "guestd: parse --max-body \"0\": must be positive\n", ""},
+		{[]string{"--display", ":1", "--home", t.TempDir(), "--listen", "127.0.0.1:99999", "--python", "/nonexistent/python3"}, nil, 1,
+			"guestd: listen on 127.0.0.1:99999: ", ": invalid port\n"},
+	} {
+		stderr, err := os.CreateTemp(t.TempDir(), "stderr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		status := Main(c.args, env(c.env), stderr, stderr)
+		stderr.Close()
+		b, err := os.ReadFile(stderr.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := string(b)
+		if status != c.status || !strings.HasPrefix(got, c.first) || !strings.HasSuffix(got, c.last) {
+			t.Errorf("guestd %q: status %d, stderr:\n%s\nwant status %d, stderr from %q to %q", c.args, status, got, c.status, c.first, c.last)
+		}
+	}
 }
 
 // idleStages leaves out the stages set to 0 and runs the others in order
 // of their delays.
 func TestIdleStages(t *testing.T) {
-	delays := func(cfg Config) []time.Duration {
+	delays := func(cfg config) []time.Duration {
 		var d []time.Duration
 		for _, st := range idleStages(cfg, nil) {
 			d = append(d, st.after)
@@ -104,7 +145,7 @@ func TestIdleStages(t *testing.T) {
 		{0, time.Minute, []time.Duration{time.Minute}},
 		{0, 0, nil},
 	} {
-		if got := delays(Config{IdleHeap: c.heap, IdleFrame: c.frame}); !slices.Equal(got, c.want) {
+		if got := delays(config{IdleHeap: c.heap, IdleFrame: c.frame}); !slices.Equal(got, c.want) {
 			t.Errorf("heap %v, frame %v: stages after %v, want %v", c.heap, c.frame, got, c.want)
 		}
 	}
@@ -116,16 +157,16 @@ func guestdBinary(t testing.TB) string {
 		return filepath.Join(dir, "guestd")
 	}
 	bin := filepath.Join(t.TempDir(), "guestd")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/guestd").CombinedOutput()
 	if err != nil {
 		t.Fatalf("build guestd: %v\n%s", err, out)
 	}
 	return bin
 }
 
-// TestServe runs the binary on a real desktop: it says where it listens,
-// answers /screenshot with a PNG of the screen, and exits cleanly on
-// SIGTERM.
+// TestServe runs the binary (cmd/guestd, which is Main) on a real
+// desktop: it says where it listens, answers /screenshot with a PNG of the
+// screen, and exits cleanly on SIGTERM.
 func TestServe(t *testing.T) {
 	testutil.Tier1(t, "Xvfb")
 	d := testutil.StartDesktop(t, testutil.DesktopOptions{Width: 800, Height: 600})

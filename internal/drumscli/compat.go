@@ -1,12 +1,13 @@
 //go:build linux
 
-package main
+package drumscli
 
 import (
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -30,13 +31,6 @@ func compatPrefix() string {
 	return string(b)
 }
 
-func init() {
-	commands["compat"] = command{
-		summary: "compare guestd with upstream main.py, request by request",
-		run:     runCompat,
-	}
-}
-
 // compatConfig is the configuration of `drums compat`.
 type compatConfig struct {
 	Cases       string
@@ -54,11 +48,12 @@ type compatConfig struct {
 	BenchOut    string
 	ImageDir    string
 	Image       string
+	Args        []string // the command line, for the report
 }
 
-func runCompat(ctx context.Context, args []string) error {
-	cfg := compatConfig{Out: "compat-report", BenchN: 30, BenchWarmup: 3}
-	fs := flag.NewFlagSet("compat", flag.ContinueOnError)
+func parseCompat(args []string, stderr io.Writer) (compatConfig, error) {
+	cfg := compatConfig{Out: "compat-report", BenchN: 30, BenchWarmup: 3, Args: args}
+	fs := newFlags("compat", stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: drums compat [flags]
 
@@ -97,35 +92,37 @@ Flags:
 	fs.IntVar(&cfg.BenchN, "bench-n", cfg.BenchN, "timed requests per server and benchmark")
 	fs.IntVar(&cfg.BenchWarmup, "bench-warmup", cfg.BenchWarmup, "untimed requests per server sent before the timed ones")
 	fs.StringVar(&cfg.BenchOut, "bench-out", "", "also write the latency table as Markdown to this file")
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		return nil
-	} else if err != nil {
-		return err
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())
+		return cfg, fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())
 	}
 	external := cfg.UpstreamURL != "" || cfg.GuestdURL != "" || cfg.Exec != ""
 	if external && (cfg.UpstreamURL == "" || cfg.GuestdURL == "" || cfg.Exec == "") {
-		return fmt.Errorf("--upstream-url, --guestd-url and --exec go together")
+		return cfg, errors.New("--upstream-url, --guestd-url and --exec go together")
 	}
 
 	if cfg.Bench && (cfg.BenchN < 1 || cfg.BenchWarmup < 0) {
-		return fmt.Errorf("--bench-n must be at least 1 and --bench-warmup at least 0")
+		return cfg, errors.New("--bench-n must be at least 1 and --bench-warmup at least 0")
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	compareOnly, benchOnly := []string{"cases", "known", "out", "include-slow"}, []string{"bench-file", "bench-n", "bench-warmup", "bench-out"}
 	for _, name := range compareOnly {
 		if cfg.Bench && set[name] {
-			return fmt.Errorf("--%s is for comparing answers, not with --bench", name)
+			return cfg, fmt.Errorf("--%s is for comparing answers, not with --bench", name)
 		}
 	}
 	for _, name := range benchOnly {
 		if !cfg.Bench && set[name] {
-			return fmt.Errorf("--%s needs --bench", name)
+			return cfg, fmt.Errorf("--%s needs --bench", name)
 		}
 	}
+	return cfg, nil
+}
+
+func runCompat(ctx context.Context, cfg compatConfig, s stdio) error {
 	var benches []compat.Benchmark
 	var cases []compat.Case
 	var allow *compat.Allowlist
@@ -142,7 +139,7 @@ Flags:
 
 	var desk compat.Desktop
 	desc := ""
-	if external {
+	if cfg.UpstreamURL != "" { // with --guestd-url and --exec: parseCompat saw to it
 		desk = &compat.External{UpstreamURL: cfg.UpstreamURL, GuestdURL: cfg.GuestdURL, ExecPrefix: strings.Fields(cfg.Exec)}
 		desc = "an existing desktop reached with --exec " + cfg.Exec
 	} else {
@@ -163,33 +160,33 @@ Flags:
 		if err != nil {
 			return fmt.Errorf("start the session engine: %w", err)
 		}
-		sd, err := compat.NewSessionDesktop(ctx, eng, tree, os.Stderr)
+		sd, err := compat.NewSessionDesktop(ctx, eng, tree, s.err)
 		if err != nil {
 			return err
 		}
 		defer func() {
 			if cerr := sd.Close(); cerr != nil {
-				fmt.Fprintf(os.Stderr, "compat: %v\n", cerr)
+				fmt.Fprintf(s.err, "compat: %v\n", cerr)
 			}
 		}()
 		desk, desc = sd, sd.Describe()
 	}
 
 	if cfg.Bench {
-		return runBench(ctx, cfg, args, desk, desc, benches)
+		return runBench(ctx, cfg, desk, desc, benches, s)
 	}
-	fmt.Fprintf(os.Stderr, "compat: %d cases, upstream %s, guestd %s\n", len(cases), desk.URL(compat.Upstream), desk.URL(compat.Guestd))
-	rep, err := compat.Run(ctx, desk, cases, compat.Options{IncludeSlow: cfg.IncludeSlow, Allow: allow, Progress: os.Stderr})
+	fmt.Fprintf(s.err, "compat: %d cases, upstream %s, guestd %s\n", len(cases), desk.URL(compat.Upstream), desk.URL(compat.Guestd))
+	rep, err := compat.Run(ctx, desk, cases, compat.Options{IncludeSlow: cfg.IncludeSlow, Allow: allow, Progress: s.err})
 	if err != nil {
 		return err
 	}
-	rep.Command = "drums compat " + strings.Join(args, " ")
+	rep.Command = "drums compat " + strings.Join(cfg.Args, " ")
 	rep.Desktop = desc
 	if err := rep.Write(cfg.Out); err != nil {
 		return err
 	}
 	t := rep.Totals
-	fmt.Fprintf(os.Stderr, "compat: same %d, intended %d, different %d, error %d, skipped %d, stale known differences %d; report in %s\n",
+	fmt.Fprintf(s.err, "compat: same %d, intended %d, different %d, error %d, skipped %d, stale known differences %d; report in %s\n",
 		t[compat.Same], t[compat.Intended], t[compat.Different], t[compat.Error], t[compat.Skipped], len(rep.StaleAllowed), cfg.Out)
 	if rep.Failed() {
 		return fmt.Errorf("%d unexplained differences, %d cases that could not run, %d known differences that explained nothing in a case that ran (prune them)",
@@ -244,16 +241,16 @@ func loadBenchmarks(cfg compatConfig) ([]compat.Benchmark, error) {
 }
 
 // runBench times the benchmarks on desk and prints the table.
-func runBench(ctx context.Context, cfg compatConfig, args []string, desk compat.Desktop, desc string, bs []compat.Benchmark) error {
-	fmt.Fprintf(os.Stderr, "compat: %d benchmarks, %d requests each per server, upstream %s, guestd %s\n", len(bs), cfg.BenchN, desk.URL(compat.Upstream), desk.URL(compat.Guestd))
-	rep, err := compat.Bench(ctx, desk, bs, compat.BenchOptions{N: cfg.BenchN, Warmup: cfg.BenchWarmup, Progress: os.Stderr})
+func runBench(ctx context.Context, cfg compatConfig, desk compat.Desktop, desc string, bs []compat.Benchmark, s stdio) error {
+	fmt.Fprintf(s.err, "compat: %d benchmarks, %d requests each per server, upstream %s, guestd %s\n", len(bs), cfg.BenchN, desk.URL(compat.Upstream), desk.URL(compat.Guestd))
+	rep, err := compat.Bench(ctx, desk, bs, compat.BenchOptions{N: cfg.BenchN, Warmup: cfg.BenchWarmup, Progress: s.err})
 	if err != nil {
 		return err
 	}
-	rep.Command = "drums compat " + strings.Join(args, " ")
+	rep.Command = "drums compat " + strings.Join(cfg.Args, " ")
 	rep.Desktop = desc
 	md := rep.Markdown()
-	fmt.Print(md)
+	fmt.Fprint(s.out, md)
 	if cfg.BenchOut != "" {
 		if err := os.WriteFile(cfg.BenchOut, []byte("# guestd against upstream main.py: latency\n\n"+md), 0o644); err != nil {
 			return fmt.Errorf("write bench report: %w", err)

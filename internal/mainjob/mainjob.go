@@ -1,11 +1,9 @@
-//go:build linux
-
-package main
+package mainjob
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,76 +12,39 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/drums-dev/drums/provider/client"
-	"github.com/drums-dev/drums/sessions"
-	"github.com/drums-dev/drums/sessions/images"
 	"github.com/drums-dev/drums/tasks"
 )
 
-func init() {
-	commands["run"] = command{
-		summary: "the main job: image, daemon, desktops in parallel, an episode on each, the built-in tasks",
-		run:     runMain,
-	}
+// Config is what the job does.
+type Config struct {
+	Desktops int           // brought up in parallel, an episode on each
+	Out      string        // screenshots, the built-in tasks' report, the daemon's log
+	Socket   string        // the daemon's, as the progress lines name it
+	Width    int           // of the desktops
+	Height   int           // of the desktops
+	Image    string        // the desktops run from
+	Timeout  time.Duration // bound on the whole job
 }
 
-// runConfig is the configuration of `drums run`.
-type runConfig struct {
-	Desktops int
-	Out      string
-	Socket   string
-	Width    int
-	Height   int
-	ImageDir string
-	Image    string
-	Timeout  time.Duration
+// Host is what the job needs of the machine, from its caller.
+type Host struct {
+	// EnsureImage makes sure Config.Image is in the image store.
+	EnsureImage func(ctx context.Context) error
+	// ConnectDaemon returns the daemon on Config.Socket, started for this
+	// job (its log in logDir) when none answers.
+	ConnectDaemon func(ctx context.Context, logDir string) (*tasks.Daemon, error)
+	// Stdout gets the tables, Stderr the progress.
+	Stdout, Stderr io.Writer
 }
 
-func runMain(ctx context.Context, args []string) error {
-	cfg := runConfig{Desktops: 3, Socket: client.DefaultSocketPath(), Width: 1280, Height: 800, Timeout: 15 * time.Minute,
-		Out: filepath.Join(os.TempDir(), "drums-run-"+time.Now().Format("20060102-150405"))}
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: drums run [flags]
-
-The main job, unattended, in a few minutes (root):
-  1. builds the desktops' image (drums image build osworld; an existing one
-     is reused at once, a first build takes a few minutes),
-  2. starts the daemon (drums serve) unless one answers on --socket,
-  3. leases --desktops desktops in parallel,
-  4. drives one OSWorld-style episode on each through the guest API, as
-     OSWorld's PythonController does: reset and setup, screenshot,
-     accessibility tree, pyautogui actions through /execute, evaluation by
-     a getter,
-  5. runs the built-in tasks end to end (score before and after their
-     scripted solutions: files, terminal, gsettings, a GTK app, Chromium),
-  6. prints a table and where the screenshots are, and stops the daemon it
-     started.
-It exits non-zero when an episode or a built-in task does not go from 0 to 1.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	fs.IntVar(&cfg.Desktops, "desktops", cfg.Desktops, "desktops brought up in parallel")
-	fs.StringVar(&cfg.Out, "out", cfg.Out, "directory for screenshots, the built-in tasks' report and the daemon's log")
-	fs.StringVar(&cfg.Socket, "socket", cfg.Socket, "the daemon's unix socket (default $DRUMS_SOCKET, else /run/drums/drums.sock)")
-	fs.IntVar(&cfg.Width, "width", cfg.Width, "screen width of the desktops")
-	fs.IntVar(&cfg.Height, "height", cfg.Height, "screen height of the desktops")
-	fs.StringVar(&cfg.ImageDir, "image-dir", images.DefaultDir, "the image store")
-	fs.StringVar(&cfg.Image, "image", sessions.DefaultImage, "the image the desktops run from (built first when it is a built-in recipe's)")
-	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "bound on the whole run")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (see drums run --help)", fs.Args())
-	}
-	if cfg.Desktops < 1 {
-		return fmt.Errorf("--desktops %d: must be at least 1", cfg.Desktops)
-	}
+// Run does the job. It fails when an episode or a built-in task does not
+// go from 0 to 1.
+func Run(ctx context.Context, cfg Config, host Host) error {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
+	say := func(format string, a ...any) {
+		fmt.Fprintf(host.Stderr, "drums run: "+format+"\n", a...)
+	}
 	out, err := filepath.Abs(cfg.Out)
 	if err != nil {
 		return err
@@ -94,13 +55,12 @@ Flags:
 	total := time.Now()
 
 	say("preparing the desktops' image %s (drums image build %s)", cfg.Image, cfg.Image)
-	if err := ensureImage(ctx, cfg.ImageDir, cfg.Image); err != nil {
+	if err := host.EnsureImage(ctx); err != nil {
 		return fmt.Errorf("image %s: %w", cfg.Image, err)
 	}
 
 	say("starting the daemon unless one answers on %s", cfg.Socket)
-	d, err := connectDaemon(ctx, cfg.Socket, true, out, []string{"--pool-size", fmt.Sprint(cfg.Desktops),
-		"--image-dir", cfg.ImageDir, "--image", cfg.Image})
+	d, err := host.ConnectDaemon(ctx, out)
 	if err != nil {
 		return err
 	}
@@ -109,7 +69,7 @@ Flags:
 			say("stopping the daemon this run started")
 		}
 		if err := d.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "drums run:", err)
+			fmt.Fprintln(host.Stderr, "drums run:", err)
 		}
 	}()
 	desktops := &tasks.ProviderDesktops{Client: d.Client, LeaseSeconds: int(cfg.Timeout.Seconds()), Image: cfg.Image}
@@ -132,17 +92,13 @@ Flags:
 	if err := rep.WriteFiles(filepath.Join(out, "builtin")); err != nil {
 		return err
 	}
-	bad := printRunTables(episodes, results)
-	fmt.Printf("\nscreenshots: %s/episodes/<desktop>/ and %s/builtin/screenshots/\nbuilt-in report: %s\ntotal: %s\n",
+	bad := printTables(host.Stdout, episodes, results)
+	fmt.Fprintf(host.Stdout, "\nscreenshots: %s/episodes/<desktop>/ and %s/builtin/screenshots/\nbuilt-in report: %s\ntotal: %s\n",
 		out, out, filepath.Join(out, "builtin", "report.md"), time.Since(total).Round(100*time.Millisecond))
 	if bad > 0 {
 		return fmt.Errorf("%d episodes or built-in tasks did not score 0 before and 1 after", bad)
 	}
 	return ctx.Err()
-}
-
-func say(format string, a ...any) {
-	fmt.Fprintf(os.Stderr, "drums run: "+format+"\n", a...)
 }
 
 // episodeRow is one desktop's line of the table.
@@ -154,7 +110,7 @@ type episodeRow struct {
 }
 
 // runEpisodes leases the desktops at once and drives the episode on each.
-func runEpisodes(ctx context.Context, desktops *tasks.ProviderDesktops, cfg runConfig, out string) []episodeRow {
+func runEpisodes(ctx context.Context, desktops *tasks.ProviderDesktops, cfg Config, out string) []episodeRow {
 	rows := make([]episodeRow, cfg.Desktops)
 	task, err := tasks.EpisodeTask()
 	var wg sync.WaitGroup
@@ -197,12 +153,12 @@ func scoreCell(s *float64) string {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
 
-// printRunTables prints the episodes and the built-in tasks; it returns how
-// many did not go from 0 to 1.
-func printRunTables(rows []episodeRow, results []tasks.Result) int {
+// printTables prints the episodes and the built-in tasks to w; it returns
+// how many did not go from 0 to 1.
+func printTables(w io.Writer, rows []episodeRow, results []tasks.Result) int {
 	bad := 0
-	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "\nDESKTOP\tREADY\tRESET\tOBSERVE\tSTEPS\tSTEP MEDIAN\tSTEP MAX\tSCORE\tNOTE")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nDESKTOP\tREADY\tRESET\tOBSERVE\tSTEPS\tSTEP MEDIAN\tSTEP MAX\tSCORE\tNOTE")
 	for _, r := range rows {
 		steps := append([]time.Duration{}, r.res.Steps...)
 		sort.Slice(steps, func(i, j int) bool { return steps[i] < steps[j] })
@@ -223,10 +179,10 @@ func printRunTables(rows []episodeRow, results []tasks.Result) int {
 		if id == "" {
 			id = "(none)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s → %s\t%s\n", id, ms(r.ready), ms(r.res.Setup), ms(r.res.Observe),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s → %s\t%s\n", id, ms(r.ready), ms(r.res.Setup), ms(r.res.Observe),
 			len(r.res.Steps), ms(med), ms(mx), scoreCell(r.res.ScoreBefore), scoreCell(r.res.ScoreAfter), note)
 	}
-	fmt.Fprintln(w, "\nBUILT-IN TASK\tDESKTOP\tSETUP\tBEFORE\tAFTER\tTIME\tNOTE")
+	fmt.Fprintln(tw, "\nBUILT-IN TASK\tDESKTOP\tSETUP\tBEFORE\tAFTER\tTIME\tNOTE")
 	for _, r := range results {
 		note := "ok"
 		ok := r.Status == tasks.StatusRan && r.ScoreBefore != nil && *r.ScoreBefore == 0 && r.ScoreAfter != nil && *r.ScoreAfter == 1
@@ -241,9 +197,9 @@ func printRunTables(rows []episodeRow, results []tasks.Result) int {
 		if r.SetupOK != nil && *r.SetupOK {
 			setup = "ok"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.1f s\t%s\n", r.ID, r.Desktop, setup, scoreCell(r.ScoreBefore), scoreCell(r.ScoreAfter), r.Seconds, note)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f s\t%s\n", r.ID, r.Desktop, setup, scoreCell(r.ScoreBefore), scoreCell(r.ScoreAfter), r.Seconds, note)
 	}
-	_ = w.Flush()
+	_ = tw.Flush()
 	return bad
 }
 

@@ -1,12 +1,11 @@
 //go:build linux
 
-package main
+package drumscli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -16,28 +15,20 @@ import (
 	"github.com/drums-dev/drums/sessions"
 )
 
-func init() {
-	commands["serve"] = command{
-		summary: "run the provider daemon: warm desktops, leases, snapshots, the v1 API",
-		run:     runServe,
-	}
-}
-
-// serveConfig is the configuration of `drums serve` besides the engine's
-// (engineFlags, shared with `drums session`).
+// serveConfig is the configuration of `drums serve`.
 type serveConfig struct {
-	Provider  provider.Config
-	TokenFile string
-	LogLevel  slog.Level
+	Provider provider.Config // Token read from --token-file when given
+	Engine   sessions.Config
+	LogLevel slog.Level
 }
 
-func runServe(ctx context.Context, args []string) error {
+func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	cfg := serveConfig{Provider: provider.DefaultConfig()}
 	if s := os.Getenv(client.EnvSocket); s != "" {
 		cfg.Provider.Socket = s
 	}
 	p := &cfg.Provider
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := newFlags("serve", stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: drums serve [flags]
 
@@ -56,7 +47,7 @@ Flags:
 	fs.StringVar(&p.Socket, "socket", p.Socket, "unix socket of the API, mode 0600 ($DRUMS_SOCKET sets the default)")
 	fs.StringVar(&p.Listen, "listen", "", "also serve the API on this TCP address (e.g. 127.0.0.1:7070); needs --token or --token-file")
 	fs.StringVar(&p.Token, "token", "", "bearer token TCP clients must send (visible in ps; prefer --token-file)")
-	fs.StringVar(&cfg.TokenFile, "token-file", "", "file holding the bearer token")
+	tokenFile := fs.String("token-file", "", "file holding the bearer token")
 	fs.StringVar(&p.StateDir, "provider-dir", "", "the daemon's own records: leases, pools, snapshots (default STATE-DIR/provider-PREFIX)")
 	fs.IntVar(&p.Capacity, "capacity", p.Capacity, "most desktops at once, warm ones included")
 	fs.IntVar(&p.PoolSize, "pool-size", p.PoolSize, "warm desktops kept per shape that was leased recently or is listed in --warm (0: none)")
@@ -80,43 +71,42 @@ Flags:
 	ef.register(fs)
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
+		return cfg, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (see drums serve --help)", fs.Args())
+		return cfg, fmt.Errorf("unexpected arguments %q (see drums serve --help)", fs.Args())
 	}
-	if cfg.TokenFile != "" {
-		b, err := os.ReadFile(cfg.TokenFile)
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
 		if err != nil {
-			return fmt.Errorf("read token file: %w", err)
+			return cfg, fmt.Errorf("read token file: %w", err)
 		}
 		p.Token = strings.TrimSpace(string(b))
 	}
-	e, err := ef.config()
-	if err != nil {
-		return err
+	var err error
+	if cfg.Engine, err = ef.config(stderr); err != nil {
+		return cfg, err
 	}
 	if p.StateDir == "" {
-		p.StateDir = provider.DefaultStateDir(e.StateDir, e.Prefix)
+		p.StateDir = provider.DefaultStateDir(cfg.Engine.StateDir, cfg.Engine.Prefix)
 	}
 	// The engine never needs more slots than the daemon's capacity.
-	e.MaxSessions = p.Capacity
-	p.Image = e.Image
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	cfg.Engine.MaxSessions = p.Capacity
+	p.Image = cfg.Engine.Image
+	return cfg, p.Validate()
+}
+
+func runServe(ctx context.Context, cfg serveConfig, s stdio) error {
+	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	e := cfg.Engine
 	if e.Logger == nil { // -v gave the engine a debug logger of its own
 		e.Logger = log
-	}
-	if err := p.Validate(); err != nil {
-		return err
 	}
 	eng, err := sessions.New(e)
 	if err != nil {
 		return fmt.Errorf("start session engine: %w", err)
 	}
-	return provider.Run(ctx, *p, eng, log, func() {
-		fmt.Printf("drums serve: ready on unix:%s\n", p.Socket)
+	return provider.Run(ctx, cfg.Provider, eng, log, func() {
+		fmt.Fprintf(s.out, "drums serve: ready on unix:%s\n", cfg.Provider.Socket)
 	})
 }

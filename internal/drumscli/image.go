@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package drumscli
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,10 +19,6 @@ import (
 	"github.com/drums-dev/drums/sessions"
 	"github.com/drums-dev/drums/sessions/images"
 )
-
-func init() {
-	commands["image"] = command{summary: "build, import, list, check and remove the images desktops run from", run: runImage}
-}
 
 const imageUsage = `Usage: drums image COMMAND [flags]
 
@@ -45,43 +42,31 @@ Commands:
 Run 'drums image COMMAND --help' for a command's flags.
 `
 
-func runImage(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(os.Stderr, imageUsage)
-		if len(args) == 0 {
-			return errors.New("image: no command")
-		}
-		return nil
-	}
-	sub := map[string]func(context.Context, []string) error{
-		"build": runImageBuild, "import": runImageImport, "ls": runImageList,
-		"inspect": runImageInspect, "check": runImageCheck, "rm": runImageRemove, "run": runImageRun,
-	}
-	run, ok := sub[args[0]]
-	if !ok {
-		fmt.Fprint(os.Stderr, imageUsage)
-		return fmt.Errorf("image: unknown command %q", args[0])
-	}
-	return run(ctx, args[1:])
+// imageConfig is the configuration of an image command: the store, the
+// arguments it takes and --json where it has it.
+type imageConfig struct {
+	Dir  string
+	Args []string
+	JSON bool
 }
 
-// imageFlags parses a subcommand's flags and returns the store and the
-// positional arguments, which must number want.
-func imageFlags(fs *flag.FlagSet, args []string, usage string, want int) (*images.Store, []string, error) {
-	dir := fs.String("image-dir", images.DefaultDir, "the image store")
+// parseImageFlags parses a subcommand's flags, --image-dir among them, into
+// cfg. The positional arguments must number want.
+func parseImageFlags(fs *flag.FlagSet, cfg *imageConfig, args []string, usage string, want int) error {
+	fs.StringVar(&cfg.Dir, "image-dir", images.DefaultDir, "the image store")
 	fs.Usage = func() {
-		fmt.Fprint(os.Stderr, usage)
+		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
 	if err := parseInterspersed(fs, args); err != nil {
-		return nil, nil, err
+		return err
 	}
 	if fs.NArg() != want {
 		fs.Usage()
-		return nil, nil, fmt.Errorf("want %d argument(s), got %d", want, fs.NArg())
+		return fmt.Errorf("want %d argument(s), got %d", want, fs.NArg())
 	}
-	st, err := images.Open(*dir)
-	return st, fs.Args(), err
+	cfg.Args = fs.Args()
+	return nil
 }
 
 // parseInterspersed parses flags that may come after positional arguments
@@ -101,19 +86,27 @@ func parseInterspersed(fs *flag.FlagSet, args []string) error {
 	return fs.Parse(append([]string{"--"}, pos...))
 }
 
-func runImageBuild(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("drums image build", flag.ContinueOnError)
-	o := images.BuildOptions{Progress: func(line string) { fmt.Fprintln(os.Stderr, line) }}
+// imageBuildConfig is the configuration of `drums image build`.
+type imageBuildConfig struct {
+	imageConfig
+	Build        images.BuildOptions // but Progress
+	PackagesFile string
+}
+
+func parseImageBuild(args []string, stderr io.Writer) (imageBuildConfig, error) {
+	var cfg imageBuildConfig
+	o := &cfg.Build
+	fs := newFlags("drums image build", stderr)
 	fs.StringVar(&o.Recipe, "recipe", "", "built-in recipe: "+strings.Join(images.RecipeNames(), ", ")+" (default NAME if it is one, else core)")
 	fs.StringVar(&o.Suite, "suite", images.DefaultSuite, "Debian or Ubuntu suite (jammy is OSWorld's guest)")
 	var mirrors, packages stringList
 	fs.Var(&mirrors, "mirror", "apt archive URL, or a whole \"deb URL SUITE COMPONENTS\" line (repeatable; default the distribution's, with its -updates and -security)")
 	fs.StringVar(&o.Arch, "arch", "", "architecture, in dpkg's names (default the host's)")
 	fs.Var(&packages, "packages", "more packages, comma-separated (repeatable)")
-	packagesFile := fs.String("packages-file", "", "more packages, one per line (# comments)")
+	fs.StringVar(&cfg.PackagesFile, "packages-file", "", "more packages, one per line (# comments)")
 	fs.BoolVar(&o.Rebuild, "rebuild", false, "build even if an image of the same inputs exists (refused while desktops run from it)")
-	asJSON := fs.Bool("json", false, "print the image's manifest as JSON when done")
-	st, pos, err := imageFlags(fs, args, `Usage: drums image build NAME [flags]
+	fs.BoolVar(&cfg.JSON, "json", false, "print the image's manifest as JSON when done")
+	err := parseImageFlags(fs, &cfg.imageConfig, args, `Usage: drums image build NAME [flags]
 
 Builds a root filesystem with mmdebstrap from Debian's archive (or Ubuntu's,
 with --suite jammy and an Ubuntu --mirror): the recipe's packages, then the
@@ -132,11 +125,21 @@ Recipes:
 Flags:
 `, 1)
 	if err != nil {
+		return cfg, err
+	}
+	o.Name, o.Mirrors, o.Packages = cfg.Args[0], mirrors, packages.split()
+	return cfg, nil
+}
+
+func runImageBuild(ctx context.Context, cfg imageBuildConfig, s stdio) error {
+	st, err := images.Open(cfg.Dir)
+	if err != nil {
 		return err
 	}
-	o.Name, o.Mirrors, o.Packages = pos[0], mirrors, packages.split()
-	if *packagesFile != "" {
-		extra, err := readPackagesFile(*packagesFile)
+	o := cfg.Build
+	o.Progress = func(line string) { fmt.Fprintln(s.err, line) }
+	if cfg.PackagesFile != "" {
+		extra, err := readPackagesFile(cfg.PackagesFile)
 		if err != nil {
 			return err
 		}
@@ -146,14 +149,21 @@ Flags:
 	if err != nil {
 		return err
 	}
-	return showImage(im, *asJSON)
+	return showImage(s.out, im, cfg.JSON)
 }
 
-func runImageImport(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("drums image import", flag.ContinueOnError)
-	format := fs.String("format", "", "tar, oci, docker, disk (default: found from the file)")
-	asJSON := fs.Bool("json", false, "print the image's manifest as JSON when done")
-	st, pos, err := imageFlags(fs, args, `Usage: drums image import NAME FILE [flags]
+// imageImportConfig is the configuration of `drums image import`.
+type imageImportConfig struct {
+	imageConfig
+	Format string
+}
+
+func parseImageImport(args []string, stderr io.Writer) (imageImportConfig, error) {
+	var cfg imageImportConfig
+	fs := newFlags("drums image import", stderr)
+	fs.StringVar(&cfg.Format, "format", "", "tar, oci, docker, disk (default: found from the file)")
+	fs.BoolVar(&cfg.JSON, "json", false, "print the image's manifest as JSON when done")
+	err := parseImageFlags(fs, &cfg.imageConfig, args, `Usage: drums image import NAME FILE [flags]
 
 Imports what you have as an image: a root filesystem tarball (.tar, .tar.gz,
 .tgz, .tar.zst), an OCI image layout (a directory, or a tar of one), a
@@ -165,24 +175,35 @@ needs, and what is missing is listed with how to add it.
 
 Flags:
 `, 2)
-	if err != nil {
-		return err
-	}
-	im, err := st.Import(ctx, images.ImportOptions{Name: pos[0], File: pos[1], Format: *format,
-		Progress: func(line string) { fmt.Fprintln(os.Stderr, line) }})
-	if err != nil {
-		return err
-	}
-	if err := showImage(im, *asJSON); err != nil || *asJSON {
-		return err
-	}
-	return reportProblems(im)
+	return cfg, err
 }
 
-func runImageList(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("drums image ls", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print JSON")
-	st, _, err := imageFlags(fs, args, "Usage: drums image ls [flags]\n\nLists the images of the store.\n\nFlags:\n", 0)
+func runImageImport(ctx context.Context, cfg imageImportConfig, s stdio) error {
+	st, err := images.Open(cfg.Dir)
+	if err != nil {
+		return err
+	}
+	im, err := st.Import(ctx, images.ImportOptions{Name: cfg.Args[0], File: cfg.Args[1], Format: cfg.Format,
+		Progress: func(line string) { fmt.Fprintln(s.err, line) }})
+	if err != nil {
+		return err
+	}
+	if err := showImage(s.out, im, cfg.JSON); err != nil || cfg.JSON {
+		return err
+	}
+	return reportProblems(s.out, im)
+}
+
+func parseImageList(args []string, stderr io.Writer) (imageConfig, error) {
+	var cfg imageConfig
+	fs := newFlags("drums image ls", stderr)
+	fs.BoolVar(&cfg.JSON, "json", false, "print JSON")
+	err := parseImageFlags(fs, &cfg, args, "Usage: drums image ls [flags]\n\nLists the images of the store.\n\nFlags:\n", 0)
+	return cfg, err
+}
+
+func runImageList(_ context.Context, cfg imageConfig, s stdio) error {
+	st, err := images.Open(cfg.Dir)
 	if err != nil {
 		return err
 	}
@@ -190,13 +211,13 @@ func runImageList(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if cfg.JSON {
 		if list == nil {
 			list = []*images.Image{}
 		}
-		return printJSON(list)
+		return printJSON(s.out, list)
 	}
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	w := tabwriter.NewWriter(s.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "NAMES\tID\tSOURCE\tOS\tSIZE\tPACKAGES\tCREATED\tDESKTOP")
 	for _, im := range list {
 		desktop := "ok"
@@ -209,53 +230,80 @@ func runImageList(ctx context.Context, args []string) error {
 	return w.Flush()
 }
 
-func runImageInspect(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("drums image inspect", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print JSON")
-	st, pos, err := imageFlags(fs, args, "Usage: drums image inspect NAME [flags]\n\nShows an image's manifest: id, source, size, packages, and which parts of a desktop it has.\n\nFlags:\n", 1)
-	if err != nil {
-		return err
-	}
-	im, err := st.Get(pos[0])
-	if err != nil {
-		return err
-	}
-	return showImage(im, *asJSON)
+func parseImageInspect(args []string, stderr io.Writer) (imageConfig, error) {
+	var cfg imageConfig
+	fs := newFlags("drums image inspect", stderr)
+	fs.BoolVar(&cfg.JSON, "json", false, "print JSON")
+	err := parseImageFlags(fs, &cfg, args, "Usage: drums image inspect NAME [flags]\n\nShows an image's manifest: id, source, size, packages, and which parts of a desktop it has.\n\nFlags:\n", 1)
+	return cfg, err
 }
 
-func runImageCheck(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("drums image check", flag.ContinueOnError)
-	st, pos, err := imageFlags(fs, args, "Usage: drums image check NAME [flags]\n\nLooks into the image again for what a desktop needs (an X server, a window\nmanager, D-Bus, AT-SPI, python3, the user) and says how to add what is\nmissing. It exits non-zero when a desktop cannot start from it.\n\nFlags:\n", 1)
+func runImageInspect(_ context.Context, cfg imageConfig, s stdio) error {
+	im, err := getImage(cfg)
 	if err != nil {
 		return err
 	}
-	im, err := st.Get(pos[0])
+	return showImage(s.out, im, cfg.JSON)
+}
+
+// getImage is the image cfg names.
+func getImage(cfg imageConfig) (*images.Image, error) {
+	st, err := images.Open(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return st.Get(cfg.Args[0])
+}
+
+func parseImageCheck(args []string, stderr io.Writer) (imageConfig, error) {
+	var cfg imageConfig
+	fs := newFlags("drums image check", stderr)
+	err := parseImageFlags(fs, &cfg, args, "Usage: drums image check NAME [flags]\n\nLooks into the image again for what a desktop needs (an X server, a window\nmanager, D-Bus, AT-SPI, python3, the user) and says how to add what is\nmissing. It exits non-zero when a desktop cannot start from it.\n\nFlags:\n", 1)
+	return cfg, err
+}
+
+func runImageCheck(_ context.Context, cfg imageConfig, s stdio) error {
+	im, err := getImage(cfg)
 	if err != nil {
 		return err
 	}
 	im.Desktop = images.Inspect(im.RootFS())
-	printParts(im.Desktop)
-	return reportProblems(im)
+	printParts(s.out, im.Desktop)
+	return reportProblems(s.out, im)
 }
 
-func runImageRemove(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("drums image rm", flag.ContinueOnError)
-	st, pos, err := imageFlags(fs, args, "Usage: drums image rm NAME|ID [flags]\n\nRemoves a name; the image goes with its last name (an id removes it and\nevery name). Refused while desktops run from it.\n\nFlags:\n", 1)
+func parseImageRemove(args []string, stderr io.Writer) (imageConfig, error) {
+	var cfg imageConfig
+	fs := newFlags("drums image rm", stderr)
+	err := parseImageFlags(fs, &cfg, args, "Usage: drums image rm NAME|ID [flags]\n\nRemoves a name; the image goes with its last name (an id removes it and\nevery name). Refused while desktops run from it.\n\nFlags:\n", 1)
+	return cfg, err
+}
+
+func runImageRemove(_ context.Context, cfg imageConfig, _ stdio) error {
+	st, err := images.Open(cfg.Dir)
 	if err != nil {
 		return err
 	}
-	return st.Remove(pos[0])
+	return st.Remove(cfg.Args[0])
 }
 
-func runImageRun(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("drums image run", flag.ContinueOnError)
+// imageRunConfig is the configuration of `drums image run`.
+type imageRunConfig struct {
+	imageConfig
+	Binds []string // the current directory and the command's are added
+	Argv  []string
+}
+
+func parseImageRun(args []string, stderr io.Writer) (imageRunConfig, error) {
+	var cfg imageRunConfig
+	fs := newFlags("drums image run", stderr)
 	var binds stringList
 	fs.Var(&binds, "bind", "a host directory seen read-write at the same path (repeatable; the current directory and the command's own directory are always bound)")
 	dash := slices.Index(args, "--")
 	if dash < 0 {
 		dash = len(args)
 	}
-	st, pos, err := imageFlags(fs, args[:dash], `Usage: drums image run [flags] NAME -- CMD [ARG...]
+	err := parseImageFlags(fs, &cfg.imageConfig, args[:dash], `Usage: drums image run [flags] NAME -- CMD [ARG...]
 
 Runs CMD as root over the image's root filesystem, in private mount, PID,
 network (loopback only), IPC and UTS namespaces, with the current directory
@@ -269,13 +317,17 @@ drums serve).
 Flags:
 `, 1)
 	if err != nil {
-		return err
+		return cfg, err
 	}
-	argv := args[min(dash+1, len(args)):]
-	if len(argv) == 0 {
-		return errors.New("image run: no command after --")
+	cfg.Binds, cfg.Argv = binds, args[min(dash+1, len(args)):]
+	if len(cfg.Argv) == 0 {
+		return cfg, errors.New("image run: no command after --")
 	}
-	im, err := st.Get(pos[0])
+	return cfg, nil
+}
+
+func runImageRun(_ context.Context, cfg imageRunConfig, _ stdio) error {
+	im, err := getImage(cfg.imageConfig)
 	if err != nil {
 		return err
 	}
@@ -283,9 +335,9 @@ Flags:
 	if err != nil {
 		return err
 	}
-	binds = append(binds, cwd)
-	if filepath.IsAbs(argv[0]) {
-		binds = append(binds, filepath.Dir(argv[0]))
+	binds := append(slices.Clone(cfg.Binds), cwd)
+	if filepath.IsAbs(cfg.Argv[0]) {
+		binds = append(binds, filepath.Dir(cfg.Argv[0]))
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -296,53 +348,53 @@ Flags:
 		return k == "PATH" || k == "HOME" || k == "TMPDIR"
 	})
 	env = append(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "TMPDIR=/tmp")
-	code, err := sessions.RunInImage(sessions.RunOptions{Image: im, Binds: binds, Argv: argv, Env: env, Dir: cwd, Binary: exe})
+	code, err := sessions.RunInImage(sessions.RunOptions{Image: im, Binds: binds, Argv: cfg.Argv, Env: env, Dir: cwd, Binary: exe})
 	if err != nil {
 		return err
 	}
 	if code != 0 {
-		os.Exit(code)
+		return exitError(code)
 	}
 	return nil
 }
 
-func reportProblems(im *images.Image) error {
+func reportProblems(w io.Writer, im *images.Image) error {
 	problems := im.Desktop.Problems()
 	if len(problems) == 0 {
-		fmt.Println("desktop: everything a desktop needs is there")
+		fmt.Fprintln(w, "desktop: everything a desktop needs is there")
 		return nil
 	}
-	fmt.Println("desktop: a desktop cannot start from this image:")
+	fmt.Fprintln(w, "desktop: a desktop cannot start from this image:")
 	for _, p := range problems {
-		fmt.Println("  - " + p)
+		fmt.Fprintln(w, "  - "+p)
 	}
-	fmt.Println("  " + im.Desktop.Fix())
+	fmt.Fprintln(w, "  "+im.Desktop.Fix())
 	return fmt.Errorf("image %s lacks what a desktop needs", im.ShortID())
 }
 
 // showImage prints an image's manifest, as JSON or for people.
-func showImage(im *images.Image, asJSON bool) error {
+func showImage(w io.Writer, im *images.Image, asJSON bool) error {
 	if asJSON {
-		return printJSON(im)
+		return printJSON(w, im)
 	}
-	printImage(im)
+	printImage(w, im)
 	return nil
 }
 
-func printImage(im *images.Image) {
-	fmt.Printf("image %s\n", strings.Join(im.Names, ", "))
-	fmt.Printf("  id        %s\n", im.ID)
-	fmt.Printf("  source    %s\n", sourceString(im.Source))
-	fmt.Printf("  os        %s\n", im.OS)
-	fmt.Printf("  size      %s, %d packages\n", images.HumanSize(im.Size), im.Packages)
-	fmt.Printf("  created   %s\n", im.Created.Local().Format(time.RFC3339))
+func printImage(w io.Writer, im *images.Image) {
+	fmt.Fprintf(w, "image %s\n", strings.Join(im.Names, ", "))
+	fmt.Fprintf(w, "  id        %s\n", im.ID)
+	fmt.Fprintf(w, "  source    %s\n", sourceString(im.Source))
+	fmt.Fprintf(w, "  os        %s\n", im.OS)
+	fmt.Fprintf(w, "  size      %s, %d packages\n", images.HumanSize(im.Size), im.Packages)
+	fmt.Fprintf(w, "  created   %s\n", im.Created.Local().Format(time.RFC3339))
 	if u := im.Desktop.User; u != nil {
-		fmt.Printf("  user      %s (uid %d, groups %v, home %s), locale %s\n", u.Name, u.UID, u.Groups, u.Home, im.Desktop.Locale)
+		fmt.Fprintf(w, "  user      %s (uid %d, groups %v, home %s), locale %s\n", u.Name, u.UID, u.Groups, u.Home, im.Desktop.Locale)
 	}
-	printParts(im.Desktop)
+	printParts(w, im.Desktop)
 }
 
-func printParts(d images.Desktop) {
+func printParts(w io.Writer, d images.Desktop) {
 	var have, lack []string
 	for _, p := range d.Parts {
 		if p.Path != "" {
@@ -351,9 +403,9 @@ func printParts(d images.Desktop) {
 			lack = append(lack, p.Name)
 		}
 	}
-	fmt.Printf("  has       %s\n", strings.Join(have, " "))
+	fmt.Fprintf(w, "  has       %s\n", strings.Join(have, " "))
 	if len(lack) > 0 {
-		fmt.Printf("  lacks     %s\n", strings.Join(lack, " "))
+		fmt.Fprintf(w, "  lacks     %s\n", strings.Join(lack, " "))
 	}
 }
 
@@ -364,8 +416,8 @@ func sourceString(s images.Source) string {
 	return fmt.Sprintf("%s %s", s.Format, s.File)
 }
 
-func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
@@ -406,8 +458,8 @@ func readPackagesFile(path string) ([]string, error) {
 
 // ensureImage makes sure the image a run needs is in the store: an image
 // named after a built-in recipe is built from it (or reused, in well under
-// a second); any other must exist already.
-func ensureImage(ctx context.Context, dir, name string) error {
+// a second), its progress going to stderr; any other must exist already.
+func ensureImage(ctx context.Context, dir, name string, stderr io.Writer) error {
 	st, err := images.Open(dir)
 	if err != nil {
 		return err
@@ -416,6 +468,6 @@ func ensureImage(ctx context.Context, dir, name string) error {
 		_, err := st.Get(name)
 		return err
 	}
-	_, err = st.Build(ctx, images.BuildOptions{Name: name, Progress: func(line string) { fmt.Fprintln(os.Stderr, line) }})
+	_, err = st.Build(ctx, images.BuildOptions{Name: name, Progress: func(line string) { fmt.Fprintln(stderr, line) }})
 	return err
 }

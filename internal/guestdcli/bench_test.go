@@ -1,4 +1,4 @@
-package main
+package guestdcli
 
 import (
 	"bufio"
@@ -27,7 +27,7 @@ var memoryIdle = []time.Duration{30 * time.Second, defaultIdleFrame + 5*time.Sec
 // latency of the first screenshot after that idle time (which rebuilds the
 // released frame) next to the median of the 20:
 //
-//	DRUMS_TIER1=1 go test ./cmd/guestd/ -run '^$' -bench BenchmarkMemory -benchtime 1x
+//	DRUMS_TIER1=1 go test ./internal/guestdcli/ -run '^$' -bench BenchmarkMemory -benchtime 1x
 //
 // "shm" is the normal case (guestd shares the X server's IPC namespace and
 // captures through MIT-SHM); "core" runs guestd in its own IPC namespace

@@ -1,4 +1,4 @@
-package main
+package guestdcli
 
 import (
 	"net/http"
