@@ -522,7 +522,17 @@ func (sp *spec) valueProbes(s map[string]any) []any {
 		}
 		n, err := limit.Int64()
 		if err != nil {
-			panic(fmt.Sprintf("non-integer %s %s: add probes for it", k, limit))
+			// A fractional limit (cpus' 0.05): itself and a hundredth past.
+			f, ferr := limit.Float64()
+			if ferr != nil {
+				panic(fmt.Sprintf("%s %s: not a number", k, limit))
+			}
+			past := f - 0.01
+			if k == "maximum" {
+				past = f + 0.01
+			}
+			out = append(out, limit, json.Number(strconv.FormatFloat(past, 'g', -1, 64)))
+			continue
 		}
 		past := n - 1
 		if k == "maximum" {
