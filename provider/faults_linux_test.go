@@ -20,7 +20,7 @@ import (
 
 // faultSeed is DRUMS_FAULT_SEED, or the time: printed, so a failing run
 // can be repeated.
-func faultSeed(t *testing.T) uint64 {
+func faultSeed(t testing.TB) uint64 {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("DRUMS_FAULT_SEED"); s != "" {
 		var err error
@@ -30,6 +30,29 @@ func faultSeed(t *testing.T) uint64 {
 	}
 	t.Logf("fault seed %d (DRUMS_FAULT_SEED=%d repeats this run)", seed, seed)
 	return seed
+}
+
+// envCount is the positive number in the environment variable name, or def.
+func envCount(t testing.TB, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("%s %q: want a positive number", name, s)
+	}
+	return n
+}
+
+// faultWorld is what a fault run needs: a seeded source, an engine of its
+// own prefix for capacity desktops, and the daemon's state and socket.
+func faultWorld(t testing.TB, capacity int) (rng *rand.Rand, ecfg sessions.Config, eng *sessions.Engine, state, sock string) {
+	rng = rand.New(rand.NewPCG(faultSeed(t), 0))
+	ecfg = engineConfig(t, capacity)
+	eng = engineFor(t, ecfg)
+	dir := t.TempDir()
+	return rng, ecfg, eng, filepath.Join(dir, "state"), filepath.Join(dir, "d.sock")
 }
 
 // faultOps are what a daemon is killed in the middle of.
@@ -64,16 +87,9 @@ func runFaultOp(ctx context.Context, c *client.Client, op string, leased []clien
 // healthy, removes the rest, nothing stays frozen, and every leased
 // desktop answers. After a drain the host holds nothing of the prefix.
 func TestTier1DaemonKilledAnywhere(t *testing.T) {
-	rounds := 2 * len(faultOps)
-	if s := os.Getenv("DRUMS_FAULT_ROUNDS"); s != "" {
-		rounds, _ = strconv.Atoi(s)
-	}
-	rng := rand.New(rand.NewPCG(faultSeed(t), 0))
-	ecfg := engineConfig(t, 4)
-	eng := engineFor(t, ecfg)
+	rounds := envCount(t, "DRUMS_FAULT_ROUNDS", 2*len(faultOps))
+	rng, ecfg, eng, state, sock := faultWorld(t, 4)
 	defer eng.Close()
-	dir := t.TempDir()
-	state, sock := filepath.Join(dir, "state"), filepath.Join(dir, "d.sock")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	args := []string{"--pool-size", "1", "--warm", "1024x768", "--drain-on-exit"}
@@ -138,7 +154,7 @@ func TestTier1DaemonKilledAnywhere(t *testing.T) {
 	}
 }
 
-func leasedOf(t *testing.T, ctx context.Context, c *client.Client) []client.Desktop {
+func leasedOf(t testing.TB, ctx context.Context, c *client.Client) []client.Desktop {
 	t.Helper()
 	l, err := c.List(ctx)
 	if err != nil {
@@ -269,8 +285,16 @@ func TestTier1DesktopProcessKilled(t *testing.T) {
 
 // desktopProcess finds a process of a leased desktop by command name
 // ("init": the session's init).
-func desktopProcess(t *testing.T, d client.Desktop, comm string) int {
+func desktopProcess(t testing.TB, d client.Desktop, comm string) int {
 	t.Helper()
+	pid, err := findDesktopProcess(d, comm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func findDesktopProcess(d client.Desktop, comm string) (int, error) {
 	initPID := 0
 	for _, p := range procs() {
 		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); strings.HasSuffix(strings.TrimRight(string(b), "\x00"), "\x00init\x00"+strings.SplitN(d.ID, ".", 2)[0]) {
@@ -278,10 +302,10 @@ func desktopProcess(t *testing.T, d client.Desktop, comm string) int {
 		}
 	}
 	if initPID == 0 {
-		t.Fatalf("no init for %s", d.ID)
+		return 0, fmt.Errorf("no init for %s", d.ID)
 	}
 	if comm == "init" {
-		return initPID
+		return initPID, nil
 	}
 	var walk func(pid int) int
 	walk = func(pid int) int {
@@ -300,11 +324,10 @@ func desktopProcess(t *testing.T, d client.Desktop, comm string) int {
 		}
 		return 0
 	}
-	pid := walk(initPID)
-	if pid == 0 {
-		t.Fatalf("no %s in %s", comm, d.ID)
+	if pid := walk(initPID); pid != 0 {
+		return pid, nil
 	}
-	return pid
+	return 0, fmt.Errorf("no %s in %s", comm, d.ID)
 }
 
 func procs() []int {

@@ -3,6 +3,8 @@ package provider
 import (
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +145,25 @@ func TestLeaseInputRanges(t *testing.T) {
 	g, err := h.c.Get(h.ctx, d.ID)
 	if err != nil || time.Until(g.LeaseExpires) < time.Minute {
 		t.Errorf("the lease after refused renews: %+v %v", g, err)
+	}
+}
+
+// A daemon killed in the middle of a record's write leaves its temporary
+// file; the next one removes it.
+func TestRestartRemovesHalfWrittenRecords(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	for _, d := range []string{"desktops", "snapshots"} {
+		if err := os.MkdirAll(filepath.Join(cfg.StateDir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(cfg.StateDir, d, ".tmp-123"), []byte(`{"id":`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start(t, cfg, newFakeEngine())
+	for _, d := range []string{"desktops", "snapshots"} {
+		if left, _ := filepath.Glob(filepath.Join(cfg.StateDir, d, ".tmp-*")); len(left) > 0 {
+			t.Errorf("left %v", left)
+		}
 	}
 }

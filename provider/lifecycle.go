@@ -24,6 +24,10 @@ func (m *Manager) Start(ctx context.Context) error {
 		return err
 	}
 	m.lockFile = lf
+	if err := m.st.removeTemps(); err != nil {
+		lf.Close()
+		return err
+	}
 	m.started = time.Now()
 	if err := m.recover(ctx); err != nil {
 		lf.Close()
@@ -170,6 +174,15 @@ func (m *Manager) Close(ctx context.Context, drain bool) error {
 				continue
 			}
 			m.unpersist(s.ID)
+		}
+		// A drain leaves nothing of the prefix: what a start interrupted
+		// by an earlier kill left (a claim taken before its init ran, say)
+		// goes too, as at the next start.
+		rep, err := m.eng.Sweep(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sweep after the drain: %w", err))
+		} else if !rep.Empty() {
+			m.log.Warn("swept after the drain", "report", fmt.Sprintf("%+v", rep))
 		}
 	}
 	if m.lockFile != nil {

@@ -66,6 +66,22 @@ func (s *store) init() error {
 	return nil
 }
 
+// removeTemps removes the temporary files of writes a killed daemon left
+// half done (writeJSON's, before their rename). Call with the state lock
+// held: then no write is in flight.
+func (s *store) removeTemps() error {
+	var errs []error
+	for _, d := range []string{s.desktopsDir(), s.snapshotsDir()} {
+		tmps, _ := filepath.Glob(filepath.Join(d, ".tmp-*"))
+		for _, t := range tmps {
+			if err := os.Remove(t); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("remove %s: %w", t, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func (s *store) desktopPath(id string) string {
 	return filepath.Join(s.desktopsDir(), url.PathEscape(id)+".json")
 }

@@ -369,7 +369,7 @@ type serveProc struct {
 	sock string
 }
 
-func startServe(t *testing.T, ecfg sessions.Config, state, sock string, extra ...string) *serveProc {
+func startServe(t testing.TB, ecfg sessions.Config, state, sock string, extra ...string) *serveProc {
 	t.Helper()
 	args := append([]string{"serve", "--socket", sock, "--provider-dir", state, "--prefix", ecfg.Prefix,
 		"--state-dir", ecfg.StateDir, "--network", ecfg.Network.String(), "--image-dir", ecfg.ImageDir, "--image", ecfg.Image, "--guestd", ecfg.Guestd,
