@@ -1,0 +1,286 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/nftables"
+	"golang.org/x/sys/unix"
+
+	"github.com/drums-dev/drums/sessions/images"
+)
+
+// start brings a session up from its plan: host-side state (leftovers of the
+// slot removed, nftables table, cgroups), then init, then the guestd probe.
+// On failure it kills the init it started; the caller removes the rest.
+func (e *Engine) start(ctx context.Context, rec *record) error {
+	began := time.Now()
+	p := rec.Plan
+	// init inherits the claims and the image's use lock and holds them
+	// from its start; this process keeps its copies of the claims while
+	// the session is its (hold), or lets them go if the start fails.
+	claim, idClaim := rec.claim, rec.idClaim
+	rec.claim, rec.idClaim = nil, nil
+	kept := false
+	defer func() {
+		if !kept {
+			heldClaims{addr: claim, ids: idClaim}.close()
+		}
+	}()
+	hold, err := images.Hold(p.Root.Image)
+	if err != nil {
+		return fmt.Errorf("%w: %w", err, ErrNoImage)
+	}
+	defer hold.Close()
+	// The slot's veth may outlive a previous init for a moment (the kernel
+	// tears network namespaces down asynchronously): delete it.
+	if err := deleteLink(p.Net.HostVeth); err != nil {
+		return err
+	}
+	if p.Net.Egress {
+		if err := enableForwarding(); err != nil {
+			return err
+		}
+	}
+	// The session's table is installed while init starts (the kernel's
+	// commit takes ~9 ms): nothing of the desktop runs before init gets
+	// "go", which waits for it.
+	tabled := make(chan error, 1)
+	go func() { tabled <- installTable(p) }()
+	// Every return before it waits for it: the caller's teardown must not
+	// race the table's install.
+	withTable := func(err error) error { return errors.Join(err, <-tabled) }
+	if err := setupCgroup(e.facts.cgroups, p.Cgroup); err != nil {
+		return withTable(err)
+	}
+	if p.Root.UpperDir != "" {
+		for _, d := range []string{p.Root.UpperDir, p.Root.WorkDir} {
+			if err := removeDir(d); err != nil {
+				return withTable(err)
+			}
+			if err := os.Mkdir(d, 0o755); err != nil {
+				return withTable(fmt.Errorf("create %s: %w", d, err))
+			}
+		}
+	}
+	os.Remove(filepath.Join(p.Root.SessionDir, exitFile))
+	e.log.Debug("session host state", "id", p.ID, "ms", ms(time.Since(began)))
+
+	cmd, syncF, err := e.launch(p, claim, idClaim, hold)
+	if err != nil {
+		return withTable(err)
+	}
+	defer syncF.Close()
+	pid := cmd.Process.Pid
+	done := e.reap(cmd)
+	fail := func(err error) error {
+		cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("session %s: %w%s", p.ID, err, e.logTail(p.ID))
+	}
+	start, _ := procStart(pid)
+	rec.Session.InitPID, rec.InitStart = pid, start
+	if err := e.writeRecord(rec); err != nil {
+		return fail(withTable(err))
+	}
+	if p.Cgroup.Version == 1 {
+		if err := placeCgroup(p.Cgroup, pid); err != nil {
+			return fail(withTable(err))
+		}
+	}
+	if err := withTable(nil); err != nil {
+		return fail(err)
+	}
+	msgs := make(chan syncMsg, 16)
+	go func() {
+		defer close(msgs)
+		dec := json.NewDecoder(syncF)
+		for {
+			var m syncMsg
+			if dec.Decode(&m) != nil {
+				return
+			}
+			msgs <- m
+		}
+	}()
+	if err := json.NewEncoder(syncF).Encode(syncMsg{Type: "go"}); err != nil {
+		return fail(fmt.Errorf("send go to init: %w", err))
+	}
+	// guestd is probed as soon as init says it listens, while the rest of
+	// the stack (the window manager, the accessibility bus) comes up.
+	guest := netip.AddrPortFrom(p.Net.Address.Addr(), uint16(p.GuestPort))
+	probeCtx, cancelProbe := context.WithCancel(ctx)
+	defer cancelProbe()
+	probed := make(chan error, 1)
+	startProbe := sync.OnceFunc(func() {
+		go func() { probed <- probeGuest(probeCtx, guest) }()
+	})
+	for ready, answered := false, false; !ready || !answered; {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				if ready {
+					msgs = nil // init closed the sync socket after "ready"
+					continue
+				}
+				return fail(fmt.Errorf("init exited before the session was ready: %w", ErrInit))
+			}
+			switch m.Type {
+			case "step":
+				e.log.Debug("session step", "id", p.ID, "step", m.Step, "ms", m.Millis)
+				if m.Step == "guestd" {
+					startProbe()
+				}
+			case "error":
+				kind := ErrInit
+				if m.Kind == "stack" {
+					kind = ErrStack
+				}
+				return fail(fmt.Errorf("%s: %w", m.Message, kind))
+			case "ready":
+				rec.UpperFD = m.UpperFD
+				ready = true
+				startProbe()
+			}
+		case err := <-probed:
+			if err != nil {
+				return fail(fmt.Errorf("%w: %w", err, ErrStack))
+			}
+			answered = true
+		case <-done:
+			return fail(fmt.Errorf("init exited before the session was ready: %w", ErrInit))
+		case <-ctx.Done():
+			return fail(fmt.Errorf("wait for init: %w", ctx.Err()))
+		}
+	}
+	syncF.Close()
+	rec.Session.State, rec.Session.Reason = StateReady, ""
+	if err := e.writeRecord(rec); err != nil {
+		return fail(err)
+	}
+	e.hold(p, claim, idClaim)
+	kept = true
+	return nil
+}
+
+// installTable installs the session's nftables table unless it is in
+// place: a reset finds it (names derive from the slot and the plan did not
+// change).
+func installTable(p *Plan) error {
+	nft, err := nftables.New()
+	if err != nil {
+		return fmt.Errorf("nftables: %w", err)
+	}
+	if _, err := nft.ListTableOfFamily(p.Net.Table, nftables.TableFamilyINet); err == nil {
+		return nil
+	}
+	return applyTable(nft, sessionRuleset(p.Prefix, p.Net))
+}
+
+// launch re-executes the drums binary as the session's init in new mount,
+// PID, IPC, UTS, network and cgroup namespaces. The init starts
+// its own session (setsid) and no death signal ties it to this process:
+// sessions outlive their creator, and the state directory says who they are.
+func (e *Engine) launch(p *Plan, claims ...*os.File) (*exec.Cmd, *os.File, error) {
+	planR, planW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("plan pipe: %w", err)
+	}
+	defer planR.Close()
+	// Non-blocking, so that closing syncF ends a read in progress (a
+	// blocking *os.File would keep the descriptor open until the read
+	// returns, and init would never see EOF). exec makes init's end
+	// blocking again (its own open file description).
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		planW.Close()
+		return nil, nil, fmt.Errorf("sync socket: %w", err)
+	}
+	syncF, childSync := os.NewFile(uintptr(pair[0]), "sync"), os.NewFile(uintptr(pair[1]), "sync-init")
+	defer childSync.Close()
+	hostNS, err := os.Open("/proc/self/ns/net")
+	if err != nil {
+		planW.Close()
+		syncF.Close()
+		return nil, nil, fmt.Errorf("open host network namespace: %w", err)
+	}
+	defer hostNS.Close()
+	logF, err := os.OpenFile(e.LogPath(p.ID), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		planW.Close()
+		syncF.Close()
+		return nil, nil, fmt.Errorf("open init log: %w", err)
+	}
+	defer logF.Close()
+	// A cgroup namespace is rooted at the cgroup its creator is in: on v2
+	// init is born in the session's cgroup (clone3 into it), so its own is
+	// right; on v1 init is moved there after the clone, so its spawner
+	// thread unshares another one for the session's processes.
+	attr := &syscall.SysProcAttr{
+		Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS |
+			unix.CLONE_NEWNET | unix.CLONE_NEWCGROUP,
+		Setsid: true,
+	}
+	if p.Cgroup.Version == 2 {
+		cg, err := os.Open(p.Cgroup.Dirs[""])
+		if err != nil {
+			planW.Close()
+			syncF.Close()
+			return nil, nil, fmt.Errorf("open cgroup: %w", err)
+		}
+		defer cg.Close()
+		attr.UseCgroupFD, attr.CgroupFD = true, int(cg.Fd())
+	}
+	cmd := &exec.Cmd{
+		Path: e.cfg.Binary,
+		Args: []string{"drums", InitCommand, p.ID},
+		// init mostly waits in system calls; one P keeps its runtime
+		// about 0.6 MiB smaller in every desktop.
+		Env:         []string{"PATH=" + sessionPath, "GOMAXPROCS=1"},
+		Dir:         "/",
+		Stdout:      logF,
+		Stderr:      logF,
+		ExtraFiles:  append([]*os.File{planR, childSync, hostNS}, claims...), // fds 3, 4, 5, then 6, 7, 8 (sync.go)
+		SysProcAttr: attr,
+	}
+	if err := cmd.Start(); err != nil {
+		planW.Close()
+		syncF.Close()
+		return nil, nil, fmt.Errorf("start init: %w: %w", err, ErrInit)
+	}
+	err = json.NewEncoder(planW).Encode(p)
+	planW.Close()
+	if err != nil {
+		cmd.Process.Kill()
+		<-e.reap(cmd)
+		syncF.Close()
+		return nil, nil, fmt.Errorf("send plan to init: %w", err)
+	}
+	return cmd, syncF, nil
+}
+
+// LogPath is the file where a session's init and desktop write their output.
+func (e *Engine) LogPath(id string) string { return filepath.Join(e.sessionDir(id), "init.log") }
+
+// logTail quotes the end of a session's init.log for an error message.
+func (e *Engine) logTail(id string) string {
+	b, err := os.ReadFile(e.LogPath(id))
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 12 {
+		lines = lines[len(lines)-12:]
+	}
+	return "\n\tinit.log: " + strings.Join(lines, "\n\tinit.log: ")
+}
