@@ -86,6 +86,13 @@ func readMultipart(mr *multipart.Reader, onFile filePart) (form, error) {
 				err = onFile(name, part, f)
 			}
 			part.Close()
+			var re *replyError
+			var mbe *http.MaxBytesError
+			if err != nil && !errors.As(err, &re) && !errors.As(err, &mbe) {
+				// The body broke off inside the part: the client's fault,
+				// as Werkzeug answers it (400), not the server's.
+				err = badInput("read multipart body: %v", err)
+			}
 			if err != nil {
 				return nil, err
 			}
