@@ -375,12 +375,18 @@ func TestDesktopRecording(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("start_recording: %d %s", status, body)
 	}
-	// Something moves while it records (start_recording already waited
-	// two seconds of capture).
+	// Something moves while it records. start_recording waited two
+	// seconds for ffmpeg to survive, as upstream does; on a loaded machine
+	// ffmpeg may still be starting then, and stopped before it wrote
+	// anything it leaves no file (upstream's too): wait until it writes.
 	dt.d.StartApp(t, "xterm", "-geometry", "40x10+10+10")
+	waitFor(t, "ffmpeg's first output", func() bool {
+		st, err := os.Stat(dt.srv.cfg.RecordingPath)
+		return err == nil && st.Size() > 0
+	})
 	status, h, video := dt.post("/end_recording", "", nil)
 	if status != 200 || h.Get("Content-Type") != "video/mp4" || len(video) == 0 {
-		t.Fatalf("end_recording: %d %v, %d bytes", status, h, len(video))
+		t.Fatalf("end_recording: %d %v, %d bytes: %.300s", status, h, len(video), video)
 	}
 	file := filepath.Join(t.TempDir(), "got.mp4")
 	os.WriteFile(file, video, 0o644)

@@ -107,6 +107,7 @@ func sweepPrefix(cfg sessions.Config) error {
 	if err != nil {
 		return err
 	}
+	defer eng.Close()
 	live, err := eng.Adopt(ctx)
 	errs := []error{err}
 	for _, s := range live {
@@ -217,6 +218,7 @@ func engineFor(t testing.TB, cfg sessions.Config) *sessions.Engine {
 		t.Fatalf("session engine: %v", err)
 	}
 	t.Cleanup(func() {
+		eng.Close()
 		// A fresh engine of the prefix adopts and sweeps whatever is left,
 		// also what another process (a daemon under test) made.
 		if err := sweepPrefix(cfg); err != nil {

@@ -160,6 +160,7 @@ func runCompat(ctx context.Context, cfg compatConfig, s stdio) error {
 		if err != nil {
 			return fmt.Errorf("start the session engine: %w", err)
 		}
+		defer eng.Close()
 		sd, err := compat.NewSessionDesktop(ctx, eng, tree, s.err)
 		if err != nil {
 			return err

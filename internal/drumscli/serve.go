@@ -106,6 +106,7 @@ func runServe(ctx context.Context, cfg serveConfig, s stdio) error {
 	if err != nil {
 		return fmt.Errorf("start session engine: %w", err)
 	}
+	defer eng.Close()
 	return provider.Run(ctx, cfg.Provider, eng, log, func() {
 		fmt.Fprintf(s.out, "drums serve: ready on unix:%s\n", cfg.Provider.Socket)
 	})

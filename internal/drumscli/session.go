@@ -97,6 +97,7 @@ func runSessionCreate(ctx context.Context, cfg sessionCreateConfig, s stdio) err
 	if err != nil {
 		return err
 	}
+	defer e.Close()
 	start := time.Now()
 	sess, err := e.Create(ctx, cfg.Request)
 	if err != nil {
@@ -133,6 +134,7 @@ func runSessionList(_ context.Context, cfg sessionConfig, s stdio) error {
 	if err != nil {
 		return err
 	}
+	defer e.Close()
 	list := e.List()
 	if cfg.JSON {
 		if list == nil {
@@ -188,6 +190,7 @@ func runSessionRemove(ctx context.Context, cfg sessionConfig, _ stdio) error {
 	if err != nil {
 		return err
 	}
+	defer e.Close()
 	var errs []error
 	for _, id := range cfg.Args {
 		errs = append(errs, e.Remove(ctx, id))
@@ -209,6 +212,7 @@ func runSessionReset(ctx context.Context, cfg sessionConfig, s stdio) error {
 	if err != nil {
 		return err
 	}
+	defer e.Close()
 	start := time.Now()
 	sess, err := e.Reset(ctx, cfg.Args[0])
 	if err != nil {
@@ -231,6 +235,7 @@ func runSessionScreenshot(ctx context.Context, cfg sessionConfig, _ stdio) error
 	if err != nil {
 		return err
 	}
+	defer e.Close()
 	s, err := e.Get(cfg.Args[0])
 	if err != nil {
 		return err
@@ -323,6 +328,7 @@ func runSessionExec(ctx context.Context, cfg sessionExecConfig, s stdio) error {
 	if err != nil {
 		return err
 	}
+	defer e.Close()
 	opts := sessions.ExecOptions{Env: cfg.Env, Stdin: s.in, Stdout: s.out, Stderr: s.err}
 	if cfg.Root {
 		opts.User = "root"

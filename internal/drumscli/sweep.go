@@ -49,6 +49,7 @@ func runSweep(ctx context.Context, cfg sweepConfig, s stdio) error {
 	if err != nil {
 		return err
 	}
+	defer e.Close()
 	rep, err := e.Sweep(ctx)
 	records, rerr := provider.ForgetDesktops(cfg.ProviderDir, rep.Sessions)
 	err = errors.Join(err, rerr)
