@@ -3,6 +3,8 @@ package atspi
 import (
 	"context"
 	"errors"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -108,6 +110,20 @@ func TestReconnect(t *testing.T) {
 	first.Kill()
 	<-first.Done()
 	startBus()
+	// GTK finds the bus through the root window's AT_SPI_BUS, which the
+	// new launcher sets after it owns its name (later on a loaded
+	// machine): until then the property names the dead bus's socket.
+	if err := testutil.WaitRootProperty(testutil.WithTimeout(t), d.X.Display, "AT_SPI_BUS", func(addr string) bool {
+		_, path, ok := strings.Cut(addr, "path=")
+		if !ok {
+			return addr != "" // an abstract socket: nothing to stat
+		}
+		path, _, _ = strings.Cut(path, ",")
+		_, err := os.Stat(path)
+		return err == nil
+	}); err != nil {
+		t.Fatalf("AT_SPI_BUS never named the new bus: %v", err)
+	}
 	// The first window lost its bus; a new one registers on the new bus.
 	d.StartApp(t, "gtk3-widget-factory")
 	waitTree(t, s, appReady("gtk3-widget-factory", 200))

@@ -108,6 +108,20 @@ func WaitWM(ctx context.Context, display string) error {
 	})
 }
 
+// WaitRootProperty blocks until the root window's property name satisfies
+// ok (checked now and at every root property change).
+func WaitRootProperty(ctx context.Context, display, name string, ok func(value string) bool) error {
+	w, err := watchRoot(display)
+	if err != nil {
+		return err
+	}
+	defer w.close()
+	return w.until(ctx, func() (bool, error) {
+		v, err := w.prop(w.root, name)
+		return err == nil && ok(string(v)), err
+	})
+}
+
 // WaitWindow blocks until a window whose WM_CLASS instance or class equals
 // class (case-insensitively) is in _NET_CLIENT_LIST, and returns its id.
 func WaitWindow(ctx context.Context, display, class string) (uint32, error) {
