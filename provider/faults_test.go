@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"os"
@@ -166,4 +167,31 @@ func TestRestartRemovesHalfWrittenRecords(t *testing.T) {
 			t.Errorf("left %v", left)
 		}
 	}
+}
+
+// The first cold lease of a new shape starts its pool filling at once,
+// not at the next maintenance tick (stretched here to an hour).
+func TestColdLeaseFillsThePool(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.PoolSize = 1
+	eng := newFakeEngine()
+	eng.delay = 200 * time.Millisecond // a start takes a while, as a real one
+	srv, err := NewServer(cfg, eng, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.m.maintenance = time.Hour
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, cfg: cfg, eng: eng, srv: srv, ctx: context.Background()}
+	t.Cleanup(func() { h.stop(true) })
+	if h.c, err = client.New(cfg.Socket, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.c.Close)
+	if _, err := h.c.Lease(h.ctx, client.LeaseRequest{Width: 640, Height: 480}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitReady(1)
 }

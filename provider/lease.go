@@ -187,6 +187,7 @@ func (m *Manager) startLeased(ctx context.Context, s Shape, snapDir string, evic
 	m.poolLocked(s).lastUsed = time.Now() // a shape that starts: keep it warm
 	v := d.view()
 	m.mu.Unlock()
+	m.kickFiller() // the shape's pool exists only now
 	return v, nil
 }
 

@@ -30,6 +30,10 @@ type Manager struct {
 	st  store
 	met *metrics
 
+	// maintenance is maintenanceInterval (tests stretch it, so that only
+	// a kick can start the filler).
+	maintenance time.Duration
+
 	bgCtx    context.Context // canceled by Close: background work stops
 	bgCancel context.CancelFunc
 	bg       sync.WaitGroup
@@ -81,19 +85,20 @@ func NewManager(cfg Config, eng Engine, log *slog.Logger) (*Manager, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{
-		cfg:      cfg,
-		eng:      eng,
-		log:      log.With("component", "provider"),
-		st:       store{dir: cfg.StateDir},
-		met:      newMetrics(),
-		bgCtx:    ctx,
-		bgCancel: cancel,
-		kick:     make(chan struct{}, 1),
-		desktops: map[string]*desktop{},
-		pools:    map[Shape]*pool{},
-		snaps:    map[string]snapshotRecord{},
-		pending:  map[string]int{},
-		changed:  make(chan struct{}),
+		cfg:         cfg,
+		eng:         eng,
+		log:         log.With("component", "provider"),
+		st:          store{dir: cfg.StateDir},
+		met:         newMetrics(),
+		maintenance: maintenanceInterval,
+		bgCtx:       ctx,
+		bgCancel:    cancel,
+		kick:        make(chan struct{}, 1),
+		desktops:    map[string]*desktop{},
+		pools:       map[Shape]*pool{},
+		snaps:       map[string]snapshotRecord{},
+		pending:     map[string]int{},
+		changed:     make(chan struct{}),
 	}, nil
 }
 

@@ -152,7 +152,7 @@ func (m *Manager) kickFiller() {
 // filler keeps every pool at its size until Close.
 func (m *Manager) filler() {
 	defer m.bg.Done()
-	t := time.NewTicker(maintenanceInterval)
+	t := time.NewTicker(m.maintenance)
 	defer t.Stop()
 	for {
 		m.fill()
