@@ -12,6 +12,8 @@ var (
 	ErrBadFilter = errors.New("bad filter")
 	// ErrNeedsFileCache: a download's file is not in the local file cache.
 	ErrNeedsFileCache = errors.New("file not in the file cache")
+	// ErrMirrorMismatch: a mirrored file whose sha256 is not its manifest's.
+	ErrMirrorMismatch = errors.New("file differs from the mirror's manifest")
 	// ErrNotNative: a setup step, getter or metric the native runner does not
 	// implement (run the task with --via-python for OSWorld's own).
 	ErrNotNative = errors.New("not implemented natively")

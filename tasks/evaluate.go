@@ -136,7 +136,7 @@ func (e *Env) Evaluate(ctx context.Context, t *Task, lastFail bool) Evaluation {
 		}
 		if rerr != nil || eerr != nil {
 			err := errors.Join(rerr, eerr)
-			if errors.Is(err, ErrNeedsFileCache) {
+			if errors.Is(err, ErrNeedsFileCache) || errors.Is(err, ErrMirrorMismatch) {
 				ev.Error = err.Error()
 				return ev
 			}

@@ -9,16 +9,19 @@ import (
 	"strings"
 )
 
-// FileCache is a directory laid out like OSWorld's cache_dir, so a user who
-// ran OSWorld once (or copied its cache) runs offline:
+// FileCache is where a task's files from OSWorld's file cache come from,
+// so a user runs offline: Dir, laid out like OSWorld's cache_dir (a user
+// who ran OSWorld once, or copied its cache), and Mirror, a copy of the
+// dataset those files are downloaded from. Dir is looked in first.
 //
-//	DIR/<task id>/<uuid5(URL namespace, url)>_<basename of the VM path>   a setup download
-//	DIR/<task id>/<dest>                                                 a cloud_file getter's file
-//	DIR/<task id>/history_new.sqlite                                     update_browse_history's empty History
+//	Dir/<task id>/<uuid5(URL namespace, url)>_<basename of the VM path>   a setup download
+//	Dir/<task id>/<dest>                                                 a cloud_file getter's file
+//	Dir/<task id>/history_new.sqlite                                     update_browse_history's empty History
 //
-// A zero FileCache (Dir "") has no files.
+// A zero FileCache (Dir "", no Mirror) has no files.
 type FileCache struct {
-	Dir string
+	Dir    string
+	Mirror *Mirror
 }
 
 // namespaceURL is RFC 4122's name space for URLs (Python's uuid.NAMESPACE_URL).
@@ -57,27 +60,36 @@ func (c FileCache) Path(taskID, name string) string {
 	return filepath.Join(c.Dir, taskID, name)
 }
 
-// Read returns a cached file, or ErrNeedsFileCache naming the URL it would
-// come from.
+// Read returns a task's file: Dir/<task>/<name>, else the mirror's copy of
+// url; ErrNeedsFileCache naming where it was looked for when neither has
+// it.
 func (c FileCache) Read(taskID, name, url string) ([]byte, error) {
+	if c.Has(taskID, name) {
+		b, err := os.ReadFile(c.Path(taskID, name))
+		if err != nil {
+			return nil, fmt.Errorf("read cached %s: %w", name, err)
+		}
+		return b, nil
+	}
+	if c.Mirror != nil {
+		return c.Mirror.Read(url)
+	}
 	if c.Dir == "" {
-		return nil, fmt.Errorf("%s (%s): %w (no --cache given)", name, url, ErrNeedsFileCache)
+		return nil, fmt.Errorf("%s (%s): %w (no --cache or --hf-mirror given)", name, url, ErrNeedsFileCache)
 	}
-	b, err := os.ReadFile(c.Path(taskID, name))
-	if os.IsNotExist(err) {
-		return nil, fmt.Errorf("%s (%s): %w", c.Path(taskID, name), url, ErrNeedsFileCache)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read cached %s: %w", name, err)
-	}
-	return b, nil
+	return nil, fmt.Errorf("%s (%s): %w", c.Path(taskID, name), url, ErrNeedsFileCache)
 }
 
-// Has reports whether the cache holds the file.
+// Has reports whether Dir holds the file.
 func (c FileCache) Has(taskID, name string) bool {
 	if c.Dir == "" {
 		return false
 	}
 	st, err := os.Stat(c.Path(taskID, name))
 	return err == nil && st.Mode().IsRegular()
+}
+
+// Holds reports whether Dir or the mirror has the file.
+func (c FileCache) Holds(taskID, name, url string) bool {
+	return c.Has(taskID, name) || c.Mirror.Has(url)
 }

@@ -246,14 +246,37 @@ func getCloudFile(_ context.Context, e *Env, cfg Getter) (any, error) {
 		if i >= len(dests) {
 			break
 		}
-		if !e.Cache.Has(e.TaskID, dests[i]) {
-			return nil, fmt.Errorf("%s (%s): %w", dests[i], paths[i], ErrNeedsFileCache)
+		local, err := e.cloudFile(dests[i], paths[i])
+		if err != nil {
+			return nil, err
 		}
 		if want[i] {
-			out = append(out, e.Cache.Path(e.TaskID, dests[i]))
+			out = append(out, local)
 		}
 	}
 	return oneOrList(out), nil
+}
+
+// cloudFile is where get_cloud_file finds dest: in the cache dir where it
+// has it; else, as OSWorld downloads dest into the task's cache_dir unless
+// it is there already, the work dir's dest, saved there from the mirror
+// when absent.
+func (e *Env) cloudFile(dest, url string) (string, error) {
+	if e.Cache.Has(e.TaskID, dest) {
+		return e.Cache.Path(e.TaskID, dest), nil
+	}
+	local, err := e.workFile(dest)
+	if err != nil {
+		return "", err
+	}
+	if st, err := os.Stat(local); err == nil && st.Mode().IsRegular() {
+		return local, nil
+	}
+	data, err := e.Cache.Read(e.TaskID, dest, url)
+	if err != nil {
+		return "", err
+	}
+	return e.saveWork(dest, data)
 }
 
 // getCacheFile is get_cache_file: a file an earlier step wrote into the

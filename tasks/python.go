@@ -256,8 +256,46 @@ func (r *Runner) runPython(ctx context.Context, queue []*planned, results []Resu
 	wg.Wait()
 }
 
+// stage puts a task's file-cache files where OSWorld's SetupController
+// and get_cloud_file look before downloading, CacheDir/<task id>/<name>
+// (FileCache's layout), so DesktopEnv finds them all: a mirrored file is
+// checked against the mirror's manifest on the way. A file already in
+// CacheDir because CacheDir is the cache's Dir stays as it is.
+func (c *PythonConfig) stage(cache FileCache, taskID string, files []CacheFile) error {
+	for _, f := range files {
+		dst := filepath.Join(c.CacheDir, taskID, f.Name)
+		if cache.Has(taskID, f.Name) && sameFile(cache.Path(taskID, f.Name), dst) {
+			continue
+		}
+		data, err := cache.Read(taskID, f.Name, f.URL)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return fmt.Errorf("stage %s: %w", f.describe(), err)
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return fmt.Errorf("stage %s: %w", f.describe(), err)
+		}
+	}
+	return nil
+}
+
+func sameFile(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
+}
+
 // pythonOne runs one task on a worker; false means the worker is gone.
 func (r *Runner) pythonOne(ctx context.Context, w *pyWorker, p *planned) bool {
+	if err := r.cfg.Python.stage(r.cfg.Cache, p.task.ID, p.res.Requirements.FileCache); err != nil {
+		r.finish(&p.res, StatusFailed, "file cache for OSWorld's cache_dir: "+err.Error())
+		return true
+	}
 	req, _ := json.Marshal(map[string]any{"path": p.task.Path, "settle": r.cfg.Settle.Seconds()})
 	if _, err := w.in.Write(append(req, '\n')); err != nil {
 		p.res.Status, p.res.Reason = StatusFailed, "osworld worker: "+err.Error()

@@ -13,23 +13,42 @@ import (
 
 // fakeDesktopEnv stands in for OSWorld's desktop_env: it records nothing,
 // prints to stdout (as OSWorld's getters do, which must not break the
-// worker's protocol) and answers by task id.
+// worker's protocol) and answers by task id. It looks for a task's files
+// where SetupController._download_setup and get_cloud_file do, in
+// cache_dir/<task id>, and raises where they would download.
 const fakeDesktopEnv = `
+import os, uuid
+
 class DesktopEnv:
-    def __init__(self, provider_name, **kw):
+    def __init__(self, provider_name, cache_dir, **kw):
         assert provider_name == "drums"
+        self.cache_dir_base = cache_dir
         self.is_environment_used = False
         print("noise on stdout")
     def reset(self, task_config=None):
         if task_config["id"] == "setupfails":
             raise Exception("Setup step 1 failed: _open_setup")
         if task_config["id"] == "dies":
-            import os; os._exit(3)
+            os._exit(3)
+        self.task = task_config
+        self.cache_dir = os.path.join(self.cache_dir_base, task_config["id"])
+        for step in task_config.get("config", []):
+            if step["type"] != "download":
+                continue
+            for f in step["parameters"]["files"]:
+                p = os.path.join(self.cache_dir, "{:}_{:}".format(uuid.uuid5(uuid.NAMESPACE_URL, f["url"]), os.path.basename(f["path"])))
+                if not os.path.exists(p):
+                    raise Exception("Setup step 1 failed: _download_setup - would download %s to %s" % (f["url"], p))
         return {}
     def _get_obs(self):
         return {"screenshot": b"png", "accessibility_tree": "<desktop-frame/>"}
     def evaluate(self):
         print("evaluating")
+        expected = self.task.get("evaluator", {}).get("expected")
+        if expected and expected["type"] == "cloud_file":
+            p = os.path.join(self.cache_dir, expected["dest"])
+            if not os.path.exists(p):
+                raise Exception("get_cloud_file would download %s to %s" % (expected["path"], p))
         return 0
     def close(self):
         pass
@@ -57,17 +76,27 @@ func TestViaPythonWorker(t *testing.T) {
 		"os/setupfails": `{"id": "setupfails", "evaluator": {"func": "infeasible"}}`,
 		"os/dies":       `{"id": "dies", "evaluator": {"func": "infeasible"}}`,
 		"os/after":      `{"id": "after", "evaluator": {"func": "infeasible"}}`,
+		"os/mirrored": `{"id": "mirrored", "config": [{"type": "download", "parameters": {"files": [{"url": "` + datasetURL + `os/mirrored/in%20put.txt?download=true", "path": "/home/user/in put.txt"}]}}],
+			"evaluator": {"func": "compare_text_file", "result": {"type": "vm_file", "path": "/home/user/in put.txt", "dest": "out.txt"},
+			"expected": {"type": "cloud_file", "path": "` + datasetURL + `os/mirrored/gold.txt", "dest": "gold.txt"}}}`,
+		"os/changed": `{"id": "changed", "config": [{"type": "download", "parameters": {"files": [{"url": "` + datasetURL + `os/changed/in.txt", "path": "/home/user/in.txt"}]}}],
+			"evaluator": {"func": "infeasible"}}`,
+	})
+	mirror := testMirror(t, map[string]mirrorFile{
+		"os/mirrored/in put.txt": {"input", "good"},
+		"os/mirrored/gold.txt":   {"gold", "good"},
+		"os/changed/in.txt":      {"changed", badSum},
 	})
 	files := t.TempDir()
 	py := &PythonConfig{Python: "/usr/bin/python3", OSWorld: osw, ProviderPath: prov, CacheDir: t.TempDir(), LogDir: filepath.Join(files, "logs")}
 	if err := py.Check(); err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(Config{Examples: dir, Files: files, TaskTimeout: time.Minute, Python: py,
+	r := NewRunner(Config{Examples: dir, Files: files, TaskTimeout: time.Minute, Python: py, Cache: FileCache{Mirror: mirror},
 		Timeouts: Timeouts{Pause: time.Millisecond}}, &fakeDesktops{t: t}, nil)
 	// One worker, so "after" runs on the worker that replaced the dead one.
 	sorted := []Entry{}
-	for _, id := range []string{"good", "setupfails", "dies", "after"} {
+	for _, id := range []string{"good", "setupfails", "dies", "after", "mirrored", "changed"} {
 		for _, e := range entries {
 			if e.ID == id {
 				sorted = append(sorted, e)
@@ -78,7 +107,8 @@ func TestViaPythonWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"good": StatusRan, "setupfails": StatusFailed, "dies": StatusFailed, "after": StatusRan}
+	want := map[string]string{"good": StatusRan, "setupfails": StatusFailed, "dies": StatusFailed, "after": StatusRan,
+		"mirrored": StatusRan, "changed": StatusFailed}
 	for _, res := range results {
 		if res.Status != want[res.ID] || res.Mode != "osworld" {
 			t.Errorf("%s: %s (%s), mode %s", res.ID, res.Status, res.Reason, res.Mode)
@@ -88,6 +118,14 @@ func TestViaPythonWorker(t *testing.T) {
 		}
 		if res.ID == "setupfails" && !strings.Contains(res.Reason, "_open_setup") {
 			t.Errorf("setupfails reason = %q", res.Reason)
+		}
+		// OSWorld found the mirrored files under its own names: no
+		// download, no error from its getter.
+		if res.ID == "mirrored" && (res.ScoreBefore == nil || res.GettersOK == nil || !*res.GettersOK || res.Reason != "") {
+			t.Errorf("mirrored = %+v", res)
+		}
+		if res.ID == "changed" && !strings.Contains(res.Reason, ErrMirrorMismatch.Error()) {
+			t.Errorf("changed reason = %q", res.Reason)
 		}
 	}
 	if err := (&PythonConfig{Python: "/usr/bin/python3", OSWorld: t.TempDir(), ProviderPath: prov}).Check(); err == nil {

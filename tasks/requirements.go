@@ -28,9 +28,20 @@ type Requirements struct {
 
 // CacheFile is one file of the file cache a task needs.
 type CacheFile struct {
-	Name    string `json:"name"` // under DIR/<task id>/
-	URL     string `json:"url"`
+	Name string `json:"name"` // under DIR/<task id>/
+	URL  string `json:"url"`
+	// Path is the file in the dataset (and the mirror), for a URL of the
+	// file-cache dataset.
+	Path    string `json:"path,omitempty"`
 	Present bool   `json:"present"`
+}
+
+// describe names the file for a person: its dataset path where it has one.
+func (f CacheFile) describe() string {
+	if f.Path != "" {
+		return f.Path
+	}
+	return f.Name
 }
 
 // appOf maps OSWorld's related_apps values to the program that provides
@@ -275,7 +286,8 @@ func Analyze(t *Task, cache FileCache) Requirements {
 	}
 	var files []CacheFile
 	addFile := func(name, u string) {
-		files = append(files, CacheFile{Name: name, URL: u, Present: cache.Has(t.ID, name)})
+		p, _ := DatasetPath(u)
+		files = append(files, CacheFile{Name: name, URL: u, Path: p, Present: cache.Holds(t.ID, name, u)})
 	}
 	commandUse := func(command any) {
 		for _, words := range commandHeads(command) {

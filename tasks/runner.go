@@ -253,11 +253,11 @@ func (r *Runner) classify(p *planned, have map[string]bool) {
 	case len(files) > 0:
 		names := make([]string, len(files))
 		for i, f := range files {
-			names[i] = f.Name
+			names[i] = f.describe()
 		}
 		p.res.Status, p.res.Reason = StatusNeedsFileCache, fmt.Sprintf("%d of %d file-cache files missing: %s", len(files), len(req.FileCache), strings.Join(names, ", "))
-		if r.cfg.Cache.Dir == "" {
-			p.res.Reason += " (no --cache given)"
+		if r.cfg.Cache.Dir == "" && r.cfg.Cache.Mirror == nil {
+			p.res.Reason += " (no --cache or --hf-mirror given)"
 		}
 	default:
 		p.run = true

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -23,11 +24,9 @@ func osworldExamples(t *testing.T) string {
 	return dir
 }
 
-// TestOSWorldSuiteParsesAndClassifies reads every task of test_nogdrive and
-// checks what the report relies on: each parses, each step is one drums
-// knows, the app-free tasks need nothing but the desktop.
-func TestOSWorldSuiteParsesAndClassifies(t *testing.T) {
-	dir := osworldExamples(t)
+// nogdriveEntries are the tasks of test_nogdrive.
+func nogdriveEntries(t *testing.T, dir string) []Entry {
+	t.Helper()
 	suite, err := LoadSuite(filepath.Join(dir, "test_nogdrive.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +35,30 @@ func TestOSWorldSuiteParsesAndClassifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return entries
+}
+
+// osworldMirror opens the mirror of the file-cache dataset in
+// DRUMS_HF_MIRROR.
+func osworldMirror(t *testing.T) *Mirror {
+	t.Helper()
+	dir := os.Getenv("DRUMS_HF_MIRROR")
+	if dir == "" {
+		t.Skip("DRUMS_HF_MIRROR is unset: point it at a mirror of the file-cache dataset (../shared/osworld/hf-cache)")
+	}
+	m, err := OpenMirror(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestOSWorldSuiteParsesAndClassifies reads every task of test_nogdrive and
+// checks what the report relies on: each parses, each step is one drums
+// knows, the app-free tasks need nothing but the desktop.
+func TestOSWorldSuiteParsesAndClassifies(t *testing.T) {
+	dir := osworldExamples(t)
+	entries := nogdriveEntries(t, dir)
 	if len(entries) != 361 {
 		t.Errorf("%d tasks, want 361", len(entries))
 	}
@@ -103,4 +126,49 @@ var tsvAppFree = []string{
 	"b3d4a89c-53f2-4d6b-8b6a-541fb5d205fa", "3ce045a0-877b-42aa-8d2c-b4a863336ab8",
 	"fe41f596-a71b-4c2f-9b2f-9dcd40b568c3", "a4d98375-215b-4a4d-aee9-3d4370fccc41",
 	"c288e301-e626-4b98-a1ab-159dcb162af5", "4783cc41-c03c-4e1b-89b4-50658f642bd5",
+}
+
+// TestOSWorldSuiteMirrorCoverage checks the mirror's URL-to-path mapping on
+// every file the suite downloads: with DRUMS_HF_MIRROR (a mirror holding a
+// COVERAGE.tsv, as ../shared/osworld/hf-cache does, whose counts were made
+// independently of drums), each task needs and finds the files the
+// coverage list says. update_browse_history's History file, which the list
+// does not count, is left out.
+func TestOSWorldSuiteMirrorCoverage(t *testing.T) {
+	dir := osworldExamples(t)
+	m := osworldMirror(t)
+	b, err := os.ReadFile(filepath.Join(m.Dir, "COVERAGE.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// domain, task_id, status, files_needed, files_present, missing
+	coverage := map[string][]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n")[1:] {
+		cols := strings.Split(l, "\t")
+		coverage[cols[0]+"/"+cols[1]] = cols
+	}
+	entries := nogdriveEntries(t, dir)
+	for _, e := range entries {
+		task, err := LoadTask(filepath.Join(dir, "examples"), e.Domain, e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		needed, present := map[string]bool{}, map[string]bool{}
+		for _, f := range Analyze(task, FileCache{Mirror: m}).FileCache {
+			if f.Name == HistoryName {
+				continue
+			}
+			if f.Path == "" {
+				t.Errorf("%s/%s: %s is not a URL of the dataset", e.Domain, e.ID, f.URL)
+			}
+			needed[f.Path] = true
+			if f.Present {
+				present[f.Path] = true
+			}
+		}
+		cov := coverage[e.Domain+"/"+e.ID]
+		if got := fmt.Sprintf("%d %d", len(needed), len(present)); cov == nil || got != cov[3]+" "+cov[4] {
+			t.Errorf("%s/%s: %s files needed and present, COVERAGE.tsv says %v", e.Domain, e.ID, got, cov)
+		}
+	}
 }

@@ -190,4 +190,12 @@ func TestFileCache(t *testing.T) {
 	if b, err := c.Read("t", "f", "http://x"); err != nil || string(b) != "data" || !c.Has("t", "f") {
 		t.Errorf("present: %q %v", b, err)
 	}
+	// The cache dir comes first, the mirror fills in what it lacks.
+	c.Mirror = testMirror(t, map[string]mirrorFile{"os/t/f": {"mirrored f", "good"}, "os/t/g": {"mirrored g", "good"}})
+	if b, err := c.Read("t", "f", datasetURL+"os/t/f"); err != nil || string(b) != "data" {
+		t.Errorf("in both: %q %v", b, err)
+	}
+	if b, err := c.Read("t", "g", datasetURL+"os/t/g"); err != nil || string(b) != "mirrored g" || c.Has("t", "g") || !c.Holds("t", "g", datasetURL+"os/t/g") {
+		t.Errorf("in the mirror only: %q %v", b, err)
+	}
 }

@@ -195,3 +195,39 @@ func TestTier1EpisodeThroughDaemon(t *testing.T) {
 		t.Errorf("episode = %+v", res)
 	}
 }
+
+// TestTier1MirroredTasksThroughDaemon runs OSWorld tasks that download
+// from the file-cache dataset, from a mirror of it (DRUMS_HF_MIRROR, with
+// DRUMS_OSWORLD for the task files): a download and a trash, a file name
+// that is URL-encoded opened in LibreOffice, a gold file of a cloud_file
+// getter, and ten downloads with a gold file whose name is not ASCII. Each
+// must set up, observe and score 0 before acting; every native getter
+// must work.
+func TestTier1MirroredTasksThroughDaemon(t *testing.T) {
+	dir := osworldExamples(t)
+	m := osworldMirror(t)
+	c := startDaemon(t)
+	entries := []Entry{
+		{Domain: "os", ID: "5ea617a3-0e86-4ba6-aab2-dac9aa2e8d57"},
+		{Domain: "libreoffice_writer", ID: "bb8ccc78-479f-4a2f-a71e-d565e439436b"},
+		{Domain: "multi_apps", ID: "acb0f96b-e27c-44d8-b55f-7cb76609dfcd"},
+		{Domain: "multi_apps", ID: "788b3701-3ec9-4b67-b679-418bfa726c22"},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	r := NewRunner(Config{Examples: filepath.Join(dir, "examples"), Cache: FileCache{Mirror: m}, Files: t.TempDir(), Parallel: 2,
+		Width: 1280, Height: 800, TaskTimeout: 5 * time.Minute, Settle: time.Second},
+		&ProviderDesktops{Client: c, LeaseSeconds: 1200}, nil)
+	results, err := r.Run(ctx, entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range results {
+		// An infeasible task has no getters (getters_ok –).
+		if res.Status != StatusRan || res.SetupOK == nil || !*res.SetupOK || res.GettersOK != nil && !*res.GettersOK ||
+			res.ScoreBefore == nil || *res.ScoreBefore != 0 {
+			t.Errorf("%s/%s: status %s, setup %s, getters %s, score %s, reason %q", res.Domain, res.ID, res.Status,
+				boolText3(res.SetupOK), boolText3(res.GettersOK), scoreText(res.ScoreBefore), res.Reason)
+		}
+	}
+}

@@ -76,7 +76,7 @@ func mainIn(t *testing.T, args ...string) result {
 // stableEnv clears the environment variables that defaults and help texts
 // come from.
 func stableEnv(t *testing.T) {
-	for _, k := range []string{"DRUMS_SOCKET", "DRUMS_OSWORLD", "DRUMS_OSWORLD_CACHE", "DRUMS_OSWORLD_PYTHONPATH", "DRUMS_PROVIDER_PYTHON"} {
+	for _, k := range []string{"DRUMS_SOCKET", "DRUMS_OSWORLD", "DRUMS_OSWORLD_CACHE", "DRUMS_HF_MIRROR", "DRUMS_OSWORLD_PYTHONPATH", "DRUMS_PROVIDER_PYTHON"} {
 		t.Setenv(k, "")
 	}
 	t.Setenv("TMPDIR", "/tmp")
@@ -262,6 +262,8 @@ func TestFailure(t *testing.T) {
 			"drums session: image core in " + dir + " (build it with `drums image build core` or import one): image not found: image not found\n"},
 		{[]string{"tasks", "list", "--builtin", "--id", "nope"}, "drums tasks: no built-in task matches --id [nope]\n"},
 		{[]string{"tasks", "list", "--suite", filepath.Join(dir, "none.json")}, ""},
+		{[]string{"tasks", "list", "--builtin", "--hf-mirror", filepath.Join(dir, "nomirror")},
+			"drums tasks: open file-cache mirror: stat " + filepath.Join(dir, "nomirror") + ": no such file or directory\n"},
 	} {
 		r := drums(t, c.args...)
 		if r.status != 1 || r.stdout != "" || c.stderr != "" && r.stderr != c.stderr || !strings.HasPrefix(r.stderr, "drums "+c.args[0]+": ") {

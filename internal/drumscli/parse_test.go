@@ -139,6 +139,7 @@ func TestParseTasks(t *testing.T) {
 
 	t.Setenv("DRUMS_OSWORLD", "/osw")
 	t.Setenv("DRUMS_OSWORLD_CACHE", "/cache")
+	t.Setenv("DRUMS_HF_MIRROR", "/mirror")
 	t.Setenv("DRUMS_OSWORLD_PYTHONPATH", "/pp")
 	t.Setenv("DRUMS_PROVIDER_PYTHON", "/prov")
 	args = []string{"--domain", "os,chrome", "--domain", "gimp", "--id", "94d95f96", "--examples", "/ex", "--out", "/o", "--files", "/f",
@@ -147,17 +148,19 @@ func TestParseTasks(t *testing.T) {
 		"--python", "/py"}
 	parsed(t, parseTasksRun, args, tasksRunConfig{
 		Suite: suiteFlags{Suite: "/osw/evaluation_examples/test_nogdrive.json", Examples: "/ex", Domains: commaList{"os", "chrome", "gimp"},
-			IDs: commaList{"94d95f96"}, Cache: "/cache"},
+			IDs: commaList{"94d95f96"}, Cache: "/cache", HFMirror: "/mirror"},
 		Out: "/o", Files: "/f", Parallel: 3, Socket: "/s.sock", Width: 800, Height: 600, Settle: time.Second,
 		TaskTimeout: time.Minute, OpenTimeout: 2 * time.Minute, LiveWeb: true, ViaPython: true,
 		Python:   tasks.PythonConfig{OSWorld: "/osw", PythonPath: "/pp", ProviderPath: "/prov", Python: "/py"},
 		ImageDir: "/id", Image: "core", Args: args})
 
 	parsed(t, parseTasksList, []string{"--json", "--suite", "/s.json"},
-		tasksListConfig{Suite: suiteFlags{Suite: "/s.json", Cache: "/cache"}, JSON: true})
+		tasksListConfig{Suite: suiteFlags{Suite: "/s.json", Cache: "/cache", HFMirror: "/mirror"}, JSON: true})
+	parsed(t, parseTasksList, []string{"--suite", "/s.json", "--hf-mirror", "/m2"},
+		tasksListConfig{Suite: suiteFlags{Suite: "/s.json", Cache: "/cache", HFMirror: "/m2"}})
 	// --native needs no suite.
 	t.Setenv("DRUMS_OSWORLD", "")
-	parsed(t, parseTasksList, []string{"--native"}, tasksListConfig{Suite: suiteFlags{Cache: "/cache"}, Native: true})
+	parsed(t, parseTasksList, []string{"--native"}, tasksListConfig{Suite: suiteFlags{Cache: "/cache", HFMirror: "/mirror"}, Native: true})
 }
 
 func TestParseRun(t *testing.T) {

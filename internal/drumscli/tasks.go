@@ -50,6 +50,7 @@ type suiteFlags struct {
 	Domains  commaList
 	IDs      commaList
 	Cache    string
+	HFMirror string
 	Builtin  bool
 }
 
@@ -62,7 +63,8 @@ func (s *suiteFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.Examples, "examples", "", "directory of DOMAIN/ID.json task files (default: examples/ next to the suite file)")
 	fs.Var(&s.Domains, "domain", "only these domains (comma-separated, repeatable)")
 	fs.Var(&s.IDs, "id", "only these task ids or unique id prefixes (comma-separated, repeatable)")
-	fs.StringVar(&s.Cache, "cache", os.Getenv("DRUMS_OSWORLD_CACHE"), "OSWorld file cache (its cache_dir: DIR/TASK_ID/FILE); downloads come only from here (default $DRUMS_OSWORLD_CACHE)")
+	fs.StringVar(&s.Cache, "cache", os.Getenv("DRUMS_OSWORLD_CACHE"), "OSWorld file cache (its cache_dir: DIR/TASK_ID/FILE); downloads come only from here and --hf-mirror (default $DRUMS_OSWORLD_CACHE)")
+	fs.StringVar(&s.HFMirror, "hf-mirror", os.Getenv("DRUMS_HF_MIRROR"), "a copy of OSWorld's file-cache dataset (DIR/PATH for .../ubuntu_osworld_file_cache/resolve/main/PATH; sha256s checked against DIR/MANIFEST.tsv); used where --cache lacks a file (default $DRUMS_HF_MIRROR)")
 	fs.BoolVar(&s.Builtin, "builtin", false, "the built-in drums tasks instead of a suite")
 }
 
@@ -72,6 +74,19 @@ func (s *suiteFlags) check() error {
 		return errors.New("no suite: give --suite FILE (or set DRUMS_OSWORLD), or --builtin")
 	}
 	return nil
+}
+
+// fileCache is where task files come from: --cache, then --hf-mirror.
+func (s *suiteFlags) fileCache() (tasks.FileCache, error) {
+	c := tasks.FileCache{Dir: s.Cache}
+	if s.HFMirror != "" {
+		m, err := tasks.OpenMirror(s.HFMirror)
+		if err != nil {
+			return c, err
+		}
+		c.Mirror = m
+	}
+	return c, nil
 }
 
 // load returns the selected tasks as entries (suite) or tasks (built-in).
@@ -152,10 +167,13 @@ report.md to --out, screenshots and fetched files to --files.
 
   drums tasks run --suite ~/OSWorld/evaluation_examples/test_nogdrive.json --out report --parallel 3
   drums tasks run --domain os --id 94d95f96 --out /tmp/r
+  drums tasks run --suite ... --hf-mirror ../shared/osworld/hf-cache --out report
   drums tasks run --builtin --out /tmp/builtin
 
 With --via-python each task runs through OSWorld's own DesktopEnv
-(provider_name="drums") from the checkout in --osworld, for comparison.
+(provider_name="drums") from the checkout in --osworld, for comparison; the
+task's files from --cache and --hf-mirror are put in DesktopEnv's cache_dir
+first, under the names OSWorld's SetupController looks for.
 
 Flags:
 `)
@@ -213,8 +231,12 @@ func runTasksRun(ctx context.Context, cfg tasksRunConfig, s stdio) error {
 			return err
 		}
 	}
+	cache, err := cfg.Suite.fileCache()
+	if err != nil {
+		return err
+	}
 	rc := tasks.Config{
-		Examples: cfg.Suite.Examples, Cache: tasks.FileCache{Dir: cfg.Suite.Cache}, Files: files,
+		Examples: cfg.Suite.Examples, Cache: cache, Files: files,
 		Parallel: cfg.Parallel, Width: cfg.Width, Height: cfg.Height, TaskTimeout: cfg.TaskTimeout,
 		Settle: cfg.Settle, LiveWeb: cfg.LiveWeb,
 		Timeouts: tasks.Timeouts{Open: cfg.OpenTimeout},
@@ -331,7 +353,7 @@ func parseTasksList(args []string, stderr io.Writer) (tasksListConfig, error) {
 		fmt.Fprint(fs.Output(), `Usage: drums tasks list [flags]
 
 Prints each selected task's requirements as read from its JSON: the programs
-it needs, its file-cache files (and whether --cache has them), the internet
+it needs, its file-cache files (and whether --cache or --hf-mirror has them), the internet
 hosts it reaches, the system services it uses, and the getters and metrics
 drums leaves to OSWorld. No desktop or daemon is needed.
 
@@ -360,6 +382,10 @@ func runTasksList(_ context.Context, cfg tasksListConfig, s stdio) error {
 	if err != nil {
 		return err
 	}
+	cache, err := cfg.Suite.fileCache()
+	if err != nil {
+		return err
+	}
 	list := builtin
 	for _, e := range entries {
 		t, err := tasks.LoadTask(cfg.Suite.Examples, e.Domain, e.ID)
@@ -370,7 +396,7 @@ func runTasksList(_ context.Context, cfg tasksListConfig, s stdio) error {
 	}
 	enc := json.NewEncoder(s.out)
 	for _, t := range list {
-		req := tasks.Analyze(t, tasks.FileCache{Dir: cfg.Suite.Cache})
+		req := tasks.Analyze(t, cache)
 		nn := tasks.NotNativeParts(t)
 		if cfg.JSON {
 			if err := enc.Encode(map[string]any{"domain": t.Domain, "id": t.ID, "requirements": req, "not_native": nn}); err != nil {
