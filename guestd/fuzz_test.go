@@ -2,8 +2,11 @@ package guestd
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"math"
 	"mime/multipart"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -14,6 +17,28 @@ import (
 // The fuzz targets of guestd's request parsing: a request body from a
 // client (or a web page) never panics a parser, and what parses means one
 // thing. The seed corpus is in testdata/fuzz; make fuzz runs each briefly.
+
+// nonFinite reports whether v holds a number that is not a finite float.
+func nonFinite(v any) bool {
+	switch x := v.(type) {
+	case json.Number:
+		f, _ := strconv.ParseFloat(string(x), 64) // out of range: ±Inf
+		return math.IsInf(f, 0) || math.IsNaN(f)
+	case []any:
+		for _, e := range x {
+			if nonFinite(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if nonFinite(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // posixQuote is Python's shlex.quote.
 func posixQuote(s string) string {
@@ -86,7 +111,11 @@ func FuzzJSONBody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		v, err := pyvalue.Decode(body)
-		if err != nil {
+		if err != nil || nonFinite(v) {
+			// A number beyond a float (1e700) prints as Python prints
+			// inf, "Infinity", which Python's json.loads takes back and
+			// Decode refuses: a known difference (Decode takes no NaN or
+			// Infinity literals), not what this target checks.
 			return
 		}
 		out := jsonify(v)
