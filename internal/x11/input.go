@@ -46,8 +46,9 @@ const (
 	// (pyautogui never does: it types nothing outside its key table); then
 	// it is the unavoidable pause described above, once per spare-keycode
 	// round, and it must stay above a loaded client's latency in handling a
-	// queued key event.
-	rebindGrace = 250 * time.Millisecond
+	// queued key event: 250 ms was not, for zenity on a loaded CI machine
+	// (two characters of a CJK line came out as later ones).
+	rebindGrace = time.Second
 )
 
 // inputState is the keyboard state of one connection.
