@@ -305,7 +305,8 @@ func (m *Manager) Revert(ctx context.Context, id, snapshot string) (client.Deskt
 		// engine never holds more than Capacity.
 		d.timer.Stop()
 		d.state = client.StateRecycling
-		m.unpersist(d.id)
+		m.retireIDLocked(d)
+		m.unpersist(d.sess.ID)
 		m.mu.Unlock()
 		m.destroy(d)
 		m.mu.Lock()

@@ -61,7 +61,7 @@ type desktop struct {
 	op sync.Mutex
 
 	// id is the API's: the session's id and a random generation, new each
-	// time the desktop goes back to a pool, so a request meant for an
+	// time it is released or expires (retireIDLocked), so a request meant for an
 	// earlier lease (a retried release, say) never acts on a later one.
 	id      string
 	sess    *sessions.Session
@@ -182,12 +182,22 @@ func (m *Manager) retireLocked(d *desktop) {
 		d.timer.Stop()
 	}
 	d.state = client.StateRecycling
+	m.retireIDLocked(d)
 	m.unpersist(d.sess.ID)
 	m.bg.Add(1)
 	go func() {
 		defer m.bg.Done()
 		m.recycle(d)
 	}()
+}
+
+// retireIDLocked takes d's API id out of use at once: from here on a
+// request with it is a 404 (a retried release, a late renew), while the
+// desktop is reset or removed in the background under a new id.
+func (m *Manager) retireIDLocked(d *desktop) {
+	delete(m.desktops, d.id)
+	d.id = newDesktopID(d.sess.ID)
+	m.desktops[d.id] = d
 }
 
 // reserveLocked counts one engine create against Capacity. At capacity it

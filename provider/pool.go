@@ -112,11 +112,7 @@ func (m *Manager) recycle(d *desktop) {
 		m.mu.Lock()
 		p.inflight--
 		if err == nil && m.pools[d.shape] == p && m.desktops[d.id] == d {
-			// A new hand-out, a new id: the released one is gone for good.
-			delete(m.desktops, d.id)
-			d.id = newDesktopID(sess.ID)
-			m.desktops[d.id] = d
-			d.sess = sess
+			d.sess = sess // under the id retireLocked gave it
 			m.watchLocked(d)
 			m.readyLocked(p, d)
 			m.mu.Unlock()
