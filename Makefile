@@ -20,10 +20,8 @@ deps-osworld: deps    ## also the python3 packages OSWorld's desktop_env imports
 	scripts/deps osworld
 
 # Without the symbol table and DWARF (-s -w): guestd 13.7 -> 9.5 MB, drums
-# 16 -> 11 MB; panics still print their stacks (the pc-line table stays).
-# What guestd is made of otherwise: net/http and crypto/tls (its downloads
-# speak HTTPS) are 8.3 MB of a bare server; echo adds 0.6 MB of it (acme,
-# h2c); the rest is guestd, pyauto, atspi, x11, godbus, xgb and x/text.
+# 16.4 -> 11.5 MB (bench/results/binaries.md); panics still print their
+# stacks (the pc-line table stays).
 build:                ## bin/drums and bin/guestd
 	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o $(BIN)/ ./cmd/...
 

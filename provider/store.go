@@ -105,14 +105,12 @@ func ForgetDesktops(dir string, sessions []string) ([]string, error) {
 	var errs []error
 	for _, id := range sessions {
 		path := s.desktopPath(id)
-		if _, err := os.Stat(path); err != nil {
-			continue
+		switch err := os.Remove(path); {
+		case err == nil:
+			removed = append(removed, path)
+		case !errors.Is(err, fs.ErrNotExist):
+			errs = append(errs, fmt.Errorf("remove record of desktop %s: %w", id, err))
 		}
-		if err := s.deleteDesktop(id); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed = append(removed, path)
 	}
 	return removed, errors.Join(errs...)
 }

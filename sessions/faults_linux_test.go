@@ -41,11 +41,7 @@ func TestFrozenOrphanThawed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			found := false
-			for _, a := range got {
-				found = found || a.ID == s.ID
-			}
-			if !found {
+			if !slices.ContainsFunc(got, func(a *Session) bool { return a.ID == s.ID }) {
 				t.Fatalf("Adopt did not adopt the frozen session %s: %v", s.ID, got)
 			}
 			if frozen, err := isFrozen(rec.Plan.Cgroup); err != nil || frozen {

@@ -135,14 +135,15 @@ func (e *Engine) teardown(ctx context.Context, rec *record) error {
 		errs = append(errs, err)
 	}
 	// init is gone, and with it its hold on the claims; this process lets
-	// go of its own.
-	errs = append(errs, e.drop(rec.Session.ID))
-	_, err := releaseClaim(AddrClaimDir, addrKey(addr))
-	errs = append(errs, err)
+	// go of its own (whose keys it knows even when the record has no plan).
+	addrK, idsK := addrKey(addr), ""
 	if rec.Plan != nil {
-		_, err := releaseClaim(IDClaimDir, idKey(rec.Plan.IDs.Host))
-		errs = append(errs, err)
+		idsK = idKey(rec.Plan.IDs.Host)
 	}
+	if a, i, ok := e.letGo(rec.Session.ID); ok {
+		addrK, idsK = a, i
+	}
+	errs = append(errs, releaseClaims(addrK, idsK))
 	return errors.Join(errs...)
 }
 

@@ -108,21 +108,37 @@ func (e *Engine) takeHeld(id string) (addr, ids *os.File) {
 	return h.addr, h.ids
 }
 
+// letGo closes the claims this engine holds for id and returns their keys;
+// ok is false when it held none.
+func (e *Engine) letGo(id string) (addrKey, idsKey string, ok bool) {
+	e.mu.Lock()
+	h, ok := e.held[id]
+	delete(e.held, id)
+	e.mu.Unlock()
+	h.close()
+	return h.addrKey, h.idsKey, ok
+}
+
 // drop lets go of the claims this engine holds for id and removes their
 // files if nobody else holds them (the session was removed by another
 // process while this one held them, say).
 func (e *Engine) drop(id string) error {
-	e.mu.Lock()
-	h, had := e.held[id]
-	delete(e.held, id)
-	e.mu.Unlock()
-	if !had {
+	a, i, ok := e.letGo(id)
+	if !ok {
 		return nil
 	}
-	h.close()
-	_, aerr := releaseClaim(AddrClaimDir, h.addrKey)
-	_, ierr := releaseClaim(IDClaimDir, h.idsKey)
-	return errors.Join(aerr, ierr)
+	return releaseClaims(a, i)
+}
+
+// releaseClaims removes a session's address and id claim files if nobody
+// holds them; an empty key is skipped.
+func releaseClaims(addrKey, idsKey string) error {
+	_, err := releaseClaim(AddrClaimDir, addrKey)
+	if idsKey != "" {
+		_, ierr := releaseClaim(IDClaimDir, idsKey)
+		err = errors.Join(err, ierr)
+	}
+	return err
 }
 
 func (h heldClaims) close() {
