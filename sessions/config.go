@@ -50,6 +50,11 @@ type Config struct {
 	Binary string
 	// Guestd is the guestd executable bound read-only into every session.
 	Guestd string
+	// Busybox is a statically linked busybox with the nsenter applet
+	// (Debian's busybox-static), through which init starts every process
+	// of a desktop in the desktop's user namespace. Empty: /usr/bin/busybox
+	// or /bin/busybox, where Debian's and Ubuntu's put it.
+	Busybox string
 	// UpperOnDisk puts each session's upper layer under StateDir instead of
 	// on a tmpfs private to the session.
 	UpperOnDisk bool
@@ -164,6 +169,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Guestd == "" {
 		c.Guestd = defaultGuestd(c.Binary)
 	}
+	if c.Busybox == "" {
+		c.Busybox = defaultBusybox()
+	}
 	c.Limits = c.Limits.or(DefaultLimits)
 	if c.ReadyTimeout <= 0 {
 		c.ReadyTimeout = 60 * time.Second
@@ -179,6 +187,15 @@ func (c Config) withDefaults() (Config, error) {
 }
 
 // defaultGuestd finds guestd in $DRUMS_BIN, else next to the drums binary.
+func defaultBusybox() string {
+	for _, p := range []string{"/usr/bin/busybox", "/bin/busybox"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return "/usr/bin/busybox"
+}
+
 func defaultGuestd(binary string) string {
 	if dir := os.Getenv("DRUMS_BIN"); dir != "" {
 		return filepath.Join(dir, "guestd")

@@ -140,6 +140,9 @@ func (e *Engine) Create(ctx context.Context, req Request) (*Session, error) {
 			return nil, fmt.Errorf("%s %s: not found (build it, or set DRUMS_BIN): %w", f.what, f.path, ErrUnsupported)
 		}
 	}
+	if err := checkBusybox(e.cfg.Busybox); err != nil {
+		return nil, err
+	}
 	if req.Snapshot != "" {
 		if st, err := os.Stat(req.Snapshot); err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("snapshot %s: not a directory: %w", req.Snapshot, ErrBadRequest)

@@ -86,9 +86,11 @@ func escapeVectors(h escapeHost) []vector {
 		{name: "proc-1-root", script: "ls /proc/1/root/", refused: failed},
 		{name: "proc-1-exe", script: "head -c1 /proc/1/exe", refused: failed},
 		{name: "proc-1-environ", script: "cat /proc/1/environ", refused: failed},
-		// The spawner's descriptors: its log is a host file.
-		{name: "proc-spawner-fd", script: "P=$(pgrep -f '^drums spawner' | head -1); readlink /proc/$P/fd/1 || echo x >> /proc/$P/fd/1", refused: failed},
-		{name: "proc-spawner-environ", script: "cat /proc/$(pgrep -f '^drums spawner' | head -1)/environ", refused: failed},
+		// The bind that keeps the desktop's user namespace, which every
+		// process is started into: it cannot be moved, removed or
+		// replaced, and joining it is joining the namespace it is in.
+		{name: "userns-bind-replace", script: "mv /run/drums-userns /run/x 2>/dev/null && exit 0; rm -f /run/drums-userns 2>/dev/null && exit 0; (echo x > /run/drums-userns) 2>/dev/null && exit 0; exit 1", refused: failed},
+		{name: "userns-bind-join", script: "nsenter --user=/run/drums-userns true", refused: failed},
 		// The classic escape: chroot into a directory while the working
 		// directory stays outside it, then walk up. It ends at the
 		// desktop's root, which is its whole world.
@@ -114,6 +116,8 @@ print(os.path.exists("` + h.hostOnly[0] + `"), os.path.exists("/etc/os-release")
 		{name: "unshare-net", script: "unshare -n true", refused: failed},
 		{name: "unshare-pid", script: "unshare -p -f true", refused: failed},
 		{name: "setns-init-mount", script: "nsenter -t 1 -m true", refused: failed},
+		// The filter lets setns through for a user namespace only.
+		{name: "setns-any-type", script: strings.Replace(syscallErrno(unix.SYS_SETNS, `os.open("/proc/self/ns/net", 0)`, "0"), "import ctypes", "import ctypes, os", 1), refused: errnoIs(unix.EPERM)},
 		{name: "clone3", script: syscallErrno(unix.SYS_CLONE3, "0", "0"), refused: errnoIs(unix.ENOSYS)},
 		{name: "pivot-root", script: syscallErrno(unix.SYS_PIVOT_ROOT, "0", "0"), refused: errnoIs(unix.EPERM)},
 		{name: "fsopen", script: syscallErrno(unix.SYS_FSOPEN, "0", "0"), refused: errnoIs(unix.EPERM)},
@@ -152,7 +156,10 @@ print(os.path.exists("` + h.hostOnly[0] + `"), os.path.exists("/etc/os-release")
 		// Processes.
 		{name: "kill-init", script: "kill -9 1", refused: failed},
 		{name: "ptrace-init", script: syscallErrno(unix.SYS_PTRACE, "16", "1", "0", "0"), refused: errnoIs(unix.EPERM)},
-		{name: "ptrace-spawner", script: "P=$(pgrep -f '^drums spawner' | head -1); " + syscallErrno(unix.SYS_PTRACE, "16", `'"$P"'`, "0", "0"), refused: errnoIs(unix.EPERM)},
+		// Root's bounding set is the plan's (keepCaps), though joining
+		// the user namespace filled it: no CAP_SYS_PTRACE, CAP_SYS_ADMIN,
+		// CAP_NET_ADMIN or CAP_MKNOD, even there.
+		{name: "bounding-set", script: "grep CapBnd /proc/self/status", refused: func(out string, _ int) bool { return strings.TrimSpace(out) == "CapBnd:\t00000000a00425fb" }},
 		{name: "process-vm-readv-init", script: fmt.Sprintf(`/usr/bin/python3 -c 'import ctypes
 class iovec(ctypes.Structure): _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 buf = ctypes.create_string_buffer(8)

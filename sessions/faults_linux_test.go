@@ -130,8 +130,11 @@ func TestDeadSessionStaysClaimed(t *testing.T) {
 		}
 		t.Fatalf("the dead session's address block %s was free to claim (%v)", key, err)
 	}
-	// The host's packets to the address are dropped, not routed out.
+	// The host's packets to the address are dropped, not routed out, once
+	// the kernel has torn down the session's network namespace and with it
+	// the veth (until then a packet goes into the dying namespace).
 	rec, _ := w.eng.readRecord(s.ID)
+	waitFor(t, func() bool { _, err := net.InterfaceByName(rec.Plan.Net.HostVeth); return err != nil })
 	before := dropCount(t, rec.Plan.Net.Table, "output")
 	c, err := net.Dial("udp", netip.AddrPortFrom(addr, 9).String())
 	if err == nil {

@@ -29,9 +29,13 @@ type initProc struct {
 	syncW  *json.Encoder
 	ready  atomic.Bool // the engine got "ready": its going away no longer matters
 
-	root    *root
-	reaper  *reaper
-	spawner *spawner // the desktop's side, in its user namespace
+	root   *root
+	reaper *reaper
+	forker *forker // starts the desktop's processes (stack_linux.go's spawn)
+	// busybox is the host's busybox and exe init's own binary, which
+	// every process of the desktop is started through (enter_linux.go),
+	// both opened before the pivot.
+	busybox, exe int
 
 	mu    sync.Mutex
 	procs map[string]*stackProc
@@ -93,7 +97,7 @@ func (in *initProc) run(args []string, syncF *os.File) error {
 	hostNS := os.NewFile(fdHostNS, "hostns")
 
 	// The session's own /proc, before anything else: pids of the
-	// session's processes (the spawner's, for its maps and its user
+	// session's processes (the holder's, for its maps and its user
 	// namespace) and netlink's namespace handles (/proc/self) must name
 	// the session's, not the host's. It stays in init's view only; the
 	// desktop's /proc is mounted in its root.
@@ -106,8 +110,8 @@ func (in *initProc) run(args []string, syncF *os.File) error {
 	if err := netSysctls(p.IDs); err != nil {
 		return err
 	}
-	// The network comes up while the spawner starts, the root is built
-	// and the desktop starts.
+	// The network comes up while the user namespace is made, the root is
+	// built and the desktop starts.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	netErr := make(chan error, 1)
@@ -119,28 +123,26 @@ func (in *initProc) run(args []string, syncF *os.File) error {
 		}
 		netErr <- err
 	}()
-	in.reaper = newReaper()
-	if in.spawner, err = startSpawner(in.reaper, p.ID, p.IDs, os.Stderr); err != nil {
+	if in.busybox, err = openHigh("busybox", p.Busybox); err != nil {
 		return err
 	}
-	// On cgroup v1 the spawner starts in the engine's cgroups (init is
-	// placed in the session's by the engine, meanwhile): it is moved into
-	// the session's now, while the host's cgroup tree is in view, and
-	// before it starts anything (it forks only once armed, and makes its
-	// cgroup namespace then).
-	if p.Cgroup.Version == 1 {
-		if err := placeCgroup(p.Cgroup, in.spawner.pid); err != nil {
-			return err
-		}
+	if in.exe, err = openHigh("own binary", "/proc/self/exe"); err != nil {
+		return err
 	}
-	in.step("spawner")
-	userns, err := in.spawner.userns()
+	in.reaper = newReaper()
+	h, err := startHolder(in.reaper, p.IDs, in.busybox)
 	if err != nil {
 		return err
 	}
+	userns, err := h.userns()
+	if err != nil {
+		h.end()
+		return err
+	}
+	in.step("userns")
 	in.root, err = buildRoot(&p, int(userns.Fd()))
 	userns.Close()
-	if err != nil {
+	if err := errors.Join(err, h.end()); err != nil {
 		return err
 	}
 	in.step("root")
@@ -168,7 +170,9 @@ func (in *initProc) run(args []string, syncF *os.File) error {
 		}
 	}()
 
-	if err := in.spawner.arm(p.KeepCaps); err != nil {
+	// On cgroup v1 init is in the session's cgroups only now: the forking
+	// thread's cgroup namespace is rooted there.
+	if in.forker, err = startForker(in.reaper); err != nil {
 		return err
 	}
 	stackErr := make(chan error, 1)
@@ -236,14 +240,6 @@ func (in *initProc) serve() int {
 		}
 	}
 	in.mu.Unlock()
-	go func() {
-		// Nothing starts in the desktop without its spawner.
-		ws := <-in.spawner.done
-		select {
-		case end <- "spawner " + describeString(ws):
-		default:
-		}
-	}()
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
 	for {

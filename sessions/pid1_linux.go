@@ -13,10 +13,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// reaper is a wait loop, of init (PID 1) and of the spawner (the desktop's
-// subreaper). It alone calls wait in its process: every zombie there is
-// reaped here (orphans included), and a process started through a forker
-// gets its status on the channel the forker registered. No one may also
+// reaper is init's wait loop (PID 1 of the session). It alone calls wait
+// in init: every zombie of the session is reaped here (orphans included),
+// and a process started through the forker gets its status on the channel
+// the forker registered. No one may also
 // wait on a child (the loop would steal the status).
 type reaper struct {
 	mu      sync.Mutex
@@ -56,23 +56,23 @@ func (r *reaper) reap() {
 }
 
 // forker starts every process of the desktop from one locked OS thread of
-// the spawner (spawner_linux.go). That thread, and only it, has unshared a
-// cgroup namespace rooted at the session's cgroup and dropped from its
-// capability bounding set what root in a desktop must not have: a forked
-// child inherits the forking thread's namespaces and bounding set. The
-// thread stays locked for good, so the Go runtime never runs anything else
-// on it.
+// init. That thread, and only it, has unshared a cgroup namespace rooted at
+// the session's cgroup and loaded the desktop's seccomp filter: a forked
+// child inherits the forking thread's namespaces and filter. (Not its
+// bounding set: joining the desktop's user namespace fills that again, so
+// drums enter-userns lowers it, inside.) The thread stays locked for good,
+// so the Go runtime never runs anything else on it.
 type forker struct {
 	reqs chan forkReq
 	r    *reaper
 }
 
 type forkReq struct {
-	argv0   string
-	argv    []string
-	attr    *syscall.ProcAttr
-	started func(pid int) // called before the reaper can report pid's end
-	reply   chan forkResult
+	name  string // for errors: the program, not busybox
+	argv0 string
+	argv  []string
+	attr  *syscall.ProcAttr
+	reply chan forkResult
 }
 
 type forkResult struct {
@@ -82,37 +82,20 @@ type forkResult struct {
 }
 
 // startForker prepares the forking thread: a cgroup namespace of its own
-// (rooted where the spawner was placed: the session's cgroups) and the
-// bounding set keep.
-func startForker(r *reaper, keep []string) (*forker, error) {
-	keepSet := map[int]bool{}
-	for _, name := range keep {
-		c, ok := capNumbers[name]
-		if !ok {
-			return nil, fmt.Errorf("unknown capability %s", name)
-		}
-		keepSet[c] = true
-	}
-	last, err := lastCap()
-	if err != nil {
-		return nil, err
-	}
+// (rooted where init is by then: the session's cgroups) and the seccomp
+// filter.
+func startForker(r *reaper) (*forker, error) {
 	f := &forker{reqs: make(chan forkReq), r: r}
 	ready := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread's namespaces and bounding set differ
+		runtime.LockOSThread() // never unlocked: the thread's namespace and filter differ
 		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
 			ready <- fmt.Errorf("unshare cgroup namespace: %w", err)
 			return
 		}
-		for c := 0; c <= last; c++ {
-			if keepSet[c] {
-				continue
-			}
-			if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
-				ready <- fmt.Errorf("drop capability %d: %w", c, err)
-				return
-			}
+		if err := installSeccomp(); err != nil {
+			ready <- err
+			return
 		}
 		ready <- nil
 		for req := range f.reqs {
@@ -126,31 +109,25 @@ func startForker(r *reaper, keep []string) (*forker, error) {
 }
 
 // fork runs on the forking thread. It holds the reaper's lock from before
-// the fork until the child is registered and started has run, so a child
-// that exits at once is still matched to its waiter, and its end is seen
-// after its start.
+// the fork until the child is registered, so a child that exits at once is
+// still matched to its waiter.
 func (f *forker) fork(req forkReq) forkResult {
 	f.r.mu.Lock()
 	defer f.r.mu.Unlock()
 	pid, err := syscall.ForkExec(req.argv0, req.argv, req.attr)
 	if err != nil {
-		return forkResult{err: fmt.Errorf("start %s: %w", req.argv[0], err)}
+		return forkResult{err: fmt.Errorf("start %s: %w", req.name, err)}
 	}
 	ch := make(chan unix.WaitStatus, 1)
 	f.r.waiters[pid] = ch
-	req.started(pid)
 	return forkResult{pid: pid, done: ch}
 }
 
-// start runs argv (resolved on the session's PATH) with attr; started runs
-// once the process exists, before its end can be reported.
-func (f *forker) start(argv []string, attr *syscall.ProcAttr, started func(pid int)) (int, <-chan unix.WaitStatus, error) {
-	path, err := lookPath(argv[0])
-	if err != nil {
-		return 0, nil, err
-	}
+// start execs argv0 as argv with attr from the forking thread; name is
+// the program it is for.
+func (f *forker) start(name, argv0 string, argv []string, attr *syscall.ProcAttr) (int, <-chan unix.WaitStatus, error) {
 	reply := make(chan forkResult, 1)
-	f.reqs <- forkReq{argv0: path, argv: argv, attr: attr, started: started, reply: reply}
+	f.reqs <- forkReq{name: name, argv0: argv0, argv: argv, attr: attr, reply: reply}
 	res := <-reply
 	return res.pid, res.done, res.err
 }

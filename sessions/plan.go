@@ -40,6 +40,9 @@ type Plan struct {
 	// KeepCaps is the capability bounding set of every process of the
 	// desktop (its root included), in the desktop's user namespace.
 	KeepCaps []string `json:"keep_caps"`
+	// Busybox is the host's static busybox, which starts every process of
+	// the desktop in its user namespace (enter_linux.go).
+	Busybox string `json:"busybox"`
 }
 
 // IDMap maps ids 0..Size-1 of a desktop's user namespace to host ids
@@ -295,6 +298,7 @@ func newPlan(in planInput) (*Plan, error) {
 		Env:       userEnv(user, im.desktop.Locale),
 		IDs:       IDMap{Host: in.idBase, Size: idRangeSize},
 		KeepCaps:  keepCaps,
+		Busybox:   cfg.Busybox,
 		Net: NetPlan{
 			HostVeth:  hostVeth(cfg.Prefix, in.slot),
 			GuestVeth: "eth0",

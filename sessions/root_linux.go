@@ -30,7 +30,7 @@ var mountFlags = map[string]uintptr{
 // private by init first: Cloneflags gave a copy of the host's mounts with
 // their propagation) and pivots into it. Every mount it makes lives in that
 // namespace only and goes away with it. userns is the desktop's user
-// namespace (the spawner's): the image is mounted mapped to it, so its
+// namespace (enter_linux.go): the image is mounted mapped to it, so its
 // files keep their owners inside; -1 mounts it unmapped (RunInImage, where
 // nothing runs in a user namespace).
 func buildRoot(p *Plan, userns int) (*root, error) {
@@ -124,6 +124,11 @@ func buildRoot(p *Plan, userns int) (*root, error) {
 	}
 	for _, path := range rp.Masks {
 		if err := mask(merged, path); err != nil {
+			return nil, err
+		}
+	}
+	if userns >= 0 {
+		if err := bindUserns(merged, userns); err != nil {
 			return nil, err
 		}
 	}

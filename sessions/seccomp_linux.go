@@ -8,8 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The seccomp filter every process of a desktop runs under (the spawner
-// installs it on itself; children inherit it through fork and exec). It is
+// The seccomp filter every process of a desktop runs under (init installs
+// it on its forking thread; children inherit it through fork and exec). It is
 // a deny list: the kernel interfaces a desktop has no use for, which are
 // where container escapes and kernel exploits start. Most are refused by
 // the kernel already (root in a desktop is root of a user namespace that
@@ -43,7 +43,6 @@ var deniedSyscalls = []deniedSyscall{
 	{unix.SYS_FSMOUNT, "fsmount", "the mount family (new mount API)"},
 	{unix.SYS_FSPICK, "fspick", "the mount family (new mount API)"},
 	{unix.SYS_MOUNT_SETATTR, "mount_setattr", "the mount family (new mount API)"},
-	{unix.SYS_SETNS, "setns", "joins other namespaces"},
 	{unix.SYS_SWAPON, "swapon", "host-wide swap"},
 	{unix.SYS_SWAPOFF, "swapoff", "host-wide swap"},
 	{unix.SYS_ACCT, "acct", "host-wide process accounting"},
@@ -73,6 +72,13 @@ type deniedSyscall struct {
 // wants it and is off, see images' chromeLauncher). clone3 passes its flags
 // in memory a filter cannot read: it fails with ENOSYS, and glibc falls
 // back to clone.
+//
+// setns is allowed into a user namespace only (nstype CLONE_NEWUSER; 0,
+// "any type", is refused): that is how every process enters the desktop's
+// (enter_linux.go), after the filter is on. Nothing else can come of it:
+// joining its own namespace fails with EINVAL, the host's namespaces need
+// capabilities there that no process of a desktop has, and it cannot make
+// another (the flags above).
 const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER |
 	unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWCGROUP | unix.CLONE_NEWTIME
 
@@ -82,6 +88,7 @@ func seccompFilter() ([]bpf.RawInstruction, error) {
 		offNr   = 0
 		offArch = 4
 		offArg0 = 16 // the low 32 bits of args[0] on little-endian machines
+		offArg1 = 24 // and of args[1]
 	)
 	if nativeArch == 0 {
 		return nil, fmt.Errorf("seccomp filter: not defined for this architecture: %w", ErrUnsupported)
@@ -110,11 +117,16 @@ func seccompFilter() ([]bpf.RawInstruction, error) {
 	jumpTo(bpf.JumpEqual, unix.SYS_CLONE3, "enosys")
 	jumpTo(bpf.JumpEqual, unix.SYS_CLONE, "nsflags")
 	jumpTo(bpf.JumpEqual, unix.SYS_UNSHARE, "nsflags")
+	jumpTo(bpf.JumpEqual, unix.SYS_SETNS, "setns")
 	labels := map[string]int{}
 	prog = append(prog, bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW})
 	labels["nsflags"] = len(prog)
 	prog = append(prog, bpf.LoadAbsolute{Off: offArg0, Size: 4})
 	jumpTo(bpf.JumpBitsSet, nsFlags, "eperm")
+	prog = append(prog, bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW})
+	labels["setns"] = len(prog)
+	prog = append(prog, bpf.LoadAbsolute{Off: offArg1, Size: 4})
+	jumpTo(bpf.JumpNotEqual, unix.CLONE_NEWUSER, "eperm")
 	prog = append(prog, bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW})
 	labels["eperm"] = len(prog)
 	prog = append(prog, bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)})
@@ -132,10 +144,10 @@ func seccompFilter() ([]bpf.RawInstruction, error) {
 	return bpf.Assemble(prog)
 }
 
-// installSeccomp loads the filter on every thread of this process
-// (TSYNC), without no_new_privs: sudo must still gain the desktop's root.
-// That needs CAP_SYS_ADMIN in the process's user namespace, which the
-// spawner has in the desktop's.
+// installSeccomp loads the filter on the calling thread only (init's
+// forking thread, locked to it for good), without no_new_privs: sudo must
+// still gain the desktop's root. That needs CAP_SYS_ADMIN in the thread's
+// user namespace, which init has in the host's.
 func installSeccomp() error {
 	raw, err := seccompFilter()
 	if err != nil {
@@ -146,13 +158,8 @@ func installSeccomp() error {
 		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
 	}
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	tid, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC,
-		uintptr(unsafe.Pointer(&prog)))
-	if errno != 0 {
+	if _, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
 		return fmt.Errorf("install the seccomp filter: %w", errno)
-	}
-	if tid != 0 {
-		return fmt.Errorf("install the seccomp filter: thread %d could not take it", tid)
 	}
 	return nil
 }

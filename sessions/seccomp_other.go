@@ -3,7 +3,7 @@
 package sessions
 
 // Desktops run on amd64 and arm64, where the seccomp filter is defined;
-// elsewhere the spawner refuses to start one (installSeccomp fails on an
+// elsewhere init refuses to start one (installSeccomp fails on an
 // unknown architecture).
 const (
 	nativeArch = 0

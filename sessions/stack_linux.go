@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -40,34 +42,56 @@ type procOpts struct {
 	dir     string
 	files   []*os.File // fds 0, 1, 2, 3...; nil entries are /dev/null
 	setctty bool
+	drums   bool // argv are arguments of drums' own binary
 }
 
-// spawn starts a process of the desktop (through the spawner, in the
-// desktop's user namespace) and arranges for its end to be recorded. The
-// caller closes its copies of files.
+// spawn starts a process of the desktop, in the desktop's user namespace
+// (enter_linux.go), and arranges for its end to be recorded. The caller
+// closes its copies of files.
 func (in *initProc) spawn(o procOpts) (int, <-chan unix.WaitStatus, error) {
+	if len(o.argv) == 0 {
+		return 0, nil, errors.New("spawn without a command")
+	}
+	// ForkExec moves descriptors up from len(files): they must stay below
+	// busybox's.
+	if len(o.files) > highFD/3 {
+		return 0, nil, fmt.Errorf("%s: %d descriptors, at most %d", o.argv[0], len(o.files), highFD/3)
+	}
 	u := in.plan.User
-	m := spawnMsg{Argv: o.argv, Env: o.env, Dir: o.dir, UID: u.UID, GID: u.GID, Groups: u.Groups, Setctty: o.setctty}
+	e := entry{uid: u.UID, gid: u.GID, groups: u.Groups, dir: u.Home, keep: in.plan.KeepCaps,
+		exeFD: len(o.files), argv: o.argv}
 	if o.root {
-		m.UID, m.GID, m.Groups = 0, 0, nil
+		e.uid, e.gid, e.groups, e.dir = 0, 0, nil, "/root"
 	}
-	if m.Env == nil {
-		m.Env = in.plan.Env
+	if o.dir != "" {
+		e.dir = o.dir
 	}
-	if m.Dir == "" {
-		m.Dir = u.Home
-		if o.root {
-			m.Dir = "/root"
+	env := o.env
+	if env == nil {
+		env = in.plan.Env
+	}
+	if o.drums {
+		e.path, e.argv = procFD(e.exeFD), append([]string{"drums"}, o.argv...)
+	} else {
+		path, err := lookPath(o.argv[0])
+		if err != nil {
+			return 0, nil, err
 		}
+		e.path = path
 	}
-	files := make([]*os.File, len(o.files))
-	for i, f := range o.files {
+	files := make([]uintptr, 0, len(o.files)+1)
+	for _, f := range o.files {
 		if f == nil {
 			f = in.devNull
 		}
-		files[i] = f
+		files = append(files, f.Fd())
 	}
-	return in.spawner.start(m, files)
+	files = append(files, uintptr(in.exe))
+	attr := &syscall.ProcAttr{Dir: "/", Env: env, Files: files,
+		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: o.setctty, Credential: enterCredential(in.plan.IDs)}}
+	pid, done, err := in.forker.start(o.argv[0], procFD(in.busybox), e.args(), attr)
+	runtime.KeepAlive(o.files)
+	return pid, done, err
 }
 
 // untilExit returns ctx, also cancelled when p exits: a wait for what p
@@ -199,27 +223,78 @@ func (in *initProc) startReady(ctx context.Context, proc Proc) error {
 }
 
 // waitA11y waits until the launcher owns org.a11y.Bus on the session bus
-// and the accessibility bus has activated the registry. The spawner asks
-// (a11yReady): the buses run in the desktop's user namespace, where init,
-// the host's root, is nobody and not let in.
+// and the accessibility bus has activated the registry. A process of the
+// desktop asks (drums' own binary as `drums a11y-ready BUS`, RunA11yReady):
+// the buses run in the desktop's user namespace, where init, the host's
+// root, is nobody and not let in.
 func (in *initProc) waitA11y(ctx context.Context, p *stackProc) error {
 	ctx, cancel := p.untilExit(ctx)
 	defer cancel()
 	bus := envValue(in.plan.Env, "DBUS_SESSION_BUS_ADDRESS")
-	if _, err := in.spawner.callCtx(ctx, spawnMsg{Op: "a11y", Bus: bus}); err != nil {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("pipe for the accessibility check: %w", err)
+	}
+	defer r.Close()
+	pid, done, err := in.spawn(procOpts{argv: []string{A11yCommand, bus}, files: []*os.File{nil, nil, w}, drums: true})
+	w.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w", p.name, err, ErrStack)
+	}
+	out := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(r, 4096))
+		out <- strings.TrimSpace(string(b))
+	}()
+	select {
+	case ws := <-done:
+		if ws.Exited() && ws.ExitStatus() == 0 {
+			return nil
+		}
 		select {
 		case <-p.exited:
 			return p.err(describeString(p.status))
 		default:
 		}
-		return fmt.Errorf("%s: %w: %w", p.name, err, ErrStack)
+		return fmt.Errorf("%s: accessibility check %s: %s: %w", p.name, describeString(ws), <-out, ErrStack)
+	case <-ctx.Done():
+		unix.Kill(pid, unix.SIGKILL)
+		<-done
+		select {
+		case <-p.exited:
+			return p.err(describeString(p.status))
+		default:
+		}
+		return fmt.Errorf("%s: %w: %w", p.name, ctx.Err(), ErrStack)
 	}
-	return nil
 }
 
-// a11yReady runs in the spawner: it waits until org.a11y.Bus is owned on
-// the session bus at bus, then has the accessibility bus start the
-// registry.
+// A11yCommand is the hidden subcommand of drums that runs RunA11yReady.
+const A11yCommand = "a11y-ready"
+
+// RunA11yReady is `drums a11y-ready BUS`, run by init in the desktop as
+// its user: it waits, at most a11yTimeout, until the accessibility bus is
+// up on the session bus at BUS (a11yReady). It returns the exit status.
+func RunA11yReady(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: drums a11y-ready BUS")
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a11yTimeout)
+	defer cancel()
+	if err := a11yReady(ctx, args[0]); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// a11yTimeout bounds the check's wait for the accessibility bus; it must
+// stay above a start on a loaded machine (Config.ReadyTimeout's default).
+const a11yTimeout = 60 * time.Second
+
+// a11yReady waits until org.a11y.Bus is owned on the session bus at bus,
+// then has the accessibility bus start the registry.
 func a11yReady(ctx context.Context, bus string) error {
 	conn, err := dbus.Connect(bus, dbus.WithContext(ctx))
 	if err != nil {

@@ -224,7 +224,7 @@ func (e *Engine) launch(p *Plan, claims ...*os.File) (*exec.Cmd, *os.File, error
 	defer logF.Close()
 	// A cgroup namespace is rooted at the cgroup its creator is in: on v2
 	// init is born in the session's cgroup (clone3 into it), so its own is
-	// right; on v1 init is moved there after the clone, so its spawner
+	// right; on v1 init is moved there after the clone, so its forking
 	// thread unshares another one for the session's processes.
 	attr := &syscall.SysProcAttr{
 		Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS |

@@ -13,8 +13,8 @@ import (
 )
 
 // creatingInit returns the init of a session of prefix that a creator is
-// still bringing up, once the desktop has at least n processes under the
-// spawner (init's child).
+// still bringing up, once the desktop has at least n processes (init's
+// children).
 func creatingInit(w *testWorld, n int) (int, bool) {
 	for id, pids := range findInits(w.prefix) {
 		b, err := os.ReadFile(filepath.Join(w.eng.sessionDir(id), "session.json"))
@@ -25,11 +25,7 @@ func creatingInit(w *testWorld, n int) (int, bool) {
 		if json.Unmarshal(b, &r) != nil || r.Session.State != StateCreating {
 			continue
 		}
-		var desktop []int
-		for _, spawner := range children(pids[0]) {
-			desktop = append(desktop, children(spawner)...)
-		}
-		if len(desktop) >= n && (n > 0 || len(children(pids[0])) > 0) {
+		if len(children(pids[0])) >= n {
 			return pids[0], true
 		}
 	}
@@ -37,7 +33,7 @@ func creatingInit(w *testWorld, n int) (int, bool) {
 }
 
 // children lists a process's children. They are listed by the thread
-// that forked them (the spawner's forking thread), so over all threads.
+// that forked them (init's forking thread), so over all threads.
 func children(pid int) []int {
 	var out []int
 	tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")

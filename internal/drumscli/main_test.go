@@ -20,7 +20,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/help.golden from the current output")
 
 // TestMain: the engine re-executes its own binary as a session's init and
-// spawner, and the hidden-command tests run this one as drums: then it is
+// its helpers, and the hidden-command tests run this one as drums: then it is
 // drums, as cmd/drums is.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
@@ -151,7 +151,7 @@ func TestCommandTable(t *testing.T) {
 	if !slices.IsSorted(listed) {
 		t.Errorf("commands %v: keep the table sorted as the usage is", listed)
 	}
-	if want := []string{"init", "spawner", "image-run-init"}; !slices.Equal(hidden, want) {
+	if want := []string{"init", "a11y-ready", "enter-userns", "image-run-init"}; !slices.Equal(hidden, want) {
 		t.Errorf("hidden commands %v, want %v", hidden, want)
 	}
 	for _, h := range hidden {
@@ -314,7 +314,8 @@ func TestHiddenCommands(t *testing.T) {
 		stderr string
 	}{
 		{[]string{"init", "x"}, 1, "init: not PID 1 of a new PID namespace"},
-		{[]string{"spawner", "x"}, 1, "spawner: "},
+		{[]string{"a11y-ready"}, 2, "usage: drums a11y-ready BUS"},
+		{[]string{"enter-userns", "x"}, 126, "drums enter-userns: want UID GID GROUPS DIR CAPS FD PATH ARGV..."},
 		{[]string{"image-run-init"}, 125, "drums image run: read plan: "},
 	} {
 		null, err := os.Open(os.DevNull)

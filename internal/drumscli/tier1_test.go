@@ -20,7 +20,7 @@ import (
 )
 
 // Tier 1: the session commands on real desktops, in process. The engine
-// re-executes this test binary as each desktop's init and spawner, which
+// re-executes this test binary as each desktop's init and its helpers, which
 // TestMain makes drums.
 
 // runDirPrefix and the run's prefix name a directory per tier-1 run in

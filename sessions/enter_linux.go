@@ -1,0 +1,364 @@
+package sessions
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// How a process gets into the desktop's user namespace, which maps the
+// desktop's ids 0..65535 to the session's host range (Plan.IDs), so that
+// root in a desktop is root of that namespace only, which owns nothing: the
+// mount, network, UTS, IPC, PID and cgroup namespaces belong to the
+// host's, so no capability it has mounts, configures the network or sets
+// the host name. Init stays host root in those namespaces to build the
+// root and the network and to answer the engine; nothing of the desktop
+// can reach it (another uid, more capabilities, not dumpable).
+//
+// Go cannot join a user namespace (setns needs a single-threaded caller),
+// and a Go process kept in the namespace to fork for init costs every
+// desktop a second Go runtime (2.2 MiB). So the join is made by the host's
+// static busybox (Debian's busybox-static), between init's fork and the
+// program's exec, and drums' own binary finishes the process inside:
+//
+//	init (host root), its forking thread: cgroup namespace, seccomp filter
+//	  fork; setuid, setgid: the namespace's owner (host ids of the desktop's
+//	  root), no groups: no capability on the host is left
+//	  exec busybox (by descriptor, close-on-exec: the desktop never has it)
+//	busybox nsenter -U/run/drums-userns --preserve-credentials -F -- DRUMS enter-userns ...
+//	  setns: allowed, its effective uid owns the namespace; it is root there,
+//	  with every capability of the namespace (setns gives them all, and
+//	  a full bounding set)
+//	  exec drums' binary (an inherited descriptor)
+//	drums enter-userns (RunEnter): chdir, bounding set down to the plan's, groups,
+//	  gid, uid, close its own binary, exec PROG
+//
+// The process is init's own child, so init's reaper gets its end. Until
+// the setns it is a host process of the namespace owner's uid with no
+// capability on the host, under the desktop's seccomp filter: it can do
+// no more than root in the desktop can. Each start costs two short execs
+// (busybox's, well under a millisecond, and drums', about 3 ms) and no
+// memory once the program runs.
+//
+// The namespace is made once per session by a short-lived holder (busybox
+// cat, cloned into it by a thread of init that has taken the owner's uid,
+// so the kernel counts the namespace's per-uid limits against that uid,
+// not host root's), bound at usernsPath before any process of the desktop
+// exists, and kept by that mount: no process of the session stands for it.
+// The mount point is a file in /run, itself a mount point, so the desktop
+// can neither rename nor replace it; opening it gives the desktop nothing
+// more than its own /proc/self/ns/user.
+const usernsPath = "/run/drums-userns"
+
+// highFD is the lowest descriptor init keeps busybox at: above any that
+// syscall.ForkExec uses to shuffle a child's descriptors (it takes them
+// from len(Files) upwards), so the close-on-exec copy survives until
+// busybox is exec'd. spawn refuses more files than leave room.
+const highFD = 100
+
+// openHigh opens path (a host path: before the pivot) for init's life, at
+// highFD or above, close-on-exec.
+func openHigh(what, path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return -1, fmt.Errorf("open %s: %w", what, err)
+	}
+	defer f.Close()
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, highFD)
+	if err != nil {
+		return -1, fmt.Errorf("keep %s open: %w", what, err)
+	}
+	return fd, nil
+}
+
+// checkBusybox refuses a busybox that is missing or dynamically linked:
+// init runs it after the pivot, where a dynamic one would load its
+// libraries from the desktop's root, which the desktop can write.
+func checkBusybox(path string) error {
+	const hint = "install Debian's busybox-static (make deps)"
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("busybox %s: %w (%s): %w", path, err, hint, ErrUnsupported)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("busybox %s is dynamically linked; desktops need a static one (%s): %w", path, hint, ErrUnsupported)
+		}
+	}
+	return nil
+}
+
+// procFD is the path by which a child execs descriptor fd of its own.
+func procFD(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// holder is the short-lived process that makes the desktop's user
+// namespace: busybox cat on a pipe that only init writes to.
+type holder struct {
+	pid  int
+	hold *os.File // the pipe's write end: closing it ends the holder
+	done <-chan unix.WaitStatus
+}
+
+// startHolder clones the holder into a new user namespace mapped by ids,
+// owned by ids.Host, with init's reaper waiting for it.
+func startHolder(r *reaper, ids IDMap, busybox int) (*holder, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("holder pipe: %w", err)
+	}
+	defer pr.Close()
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		pw.Close()
+		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
+	}
+	defer null.Close()
+	m := []syscall.SysProcIDMap{{ContainerID: 0, HostID: ids.Host, Size: ids.Size}}
+	attr := &syscall.ProcAttr{
+		Dir:   "/",
+		Env:   []string{},
+		Files: []uintptr{pr.Fd(), null.Fd(), null.Fd()},
+		Sys: &syscall.SysProcAttr{
+			Cloneflags:  unix.CLONE_NEWUSER,
+			UidMappings: m, GidMappings: m, GidMappingsEnableSetgroups: true,
+			// Root of the new namespace, not the host's root seen from it
+			// (which would be its overflow uid).
+			Credential: &syscall.Credential{Uid: 0, Gid: 0},
+			Setsid:     true,
+		},
+	}
+	type started struct {
+		pid  int
+		done chan unix.WaitStatus
+		err  error
+	}
+	c := make(chan started, 1)
+	go func() {
+		// The new user namespace is owned by the thread that clones it,
+		// and the kernel counts its per-uid limits (inotify instances,
+		// processes) against that owner in the host's namespace: owned by
+		// root, every desktop would share root's. This thread clones it as
+		// the desktop's own host root (ids.Host), keeping its capabilities
+		// (no setuid fixup) to write the whole id map; it is never unlocked,
+		// so it dies with its changed credentials.
+		runtime.LockOSThread()
+		if err := ownerThread(ids.Host); err != nil {
+			c <- started{err: err}
+			return
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		pid, err := syscall.ForkExec(procFD(busybox), []string{"busybox", "cat"}, attr)
+		if err != nil {
+			c <- started{err: err}
+			return
+		}
+		done := make(chan unix.WaitStatus, 1)
+		r.waiters[pid] = done
+		c <- started{pid: pid, done: done}
+	}()
+	st := <-c
+	if st.err != nil {
+		pw.Close()
+		return nil, fmt.Errorf("start the user namespace's holder: %w", st.err)
+	}
+	return &holder{pid: st.pid, hold: pw, done: st.done}, nil
+}
+
+// userns opens the holder's user namespace (init has the session's /proc
+// on /proc by then, so the pid is the session's).
+func (h *holder) userns() (*os.File, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", h.pid))
+	if err != nil {
+		return nil, fmt.Errorf("open the desktop's user namespace: %w", err)
+	}
+	return f, nil
+}
+
+// end has the holder exit, once the namespace is bound.
+func (h *holder) end() error {
+	h.hold.Close()
+	ws := <-h.done
+	if !ws.Exited() || ws.ExitStatus() != 0 {
+		return fmt.Errorf("the user namespace's holder %s: %w", describeString(ws), ErrInit)
+	}
+	return nil
+}
+
+// secbitNoSetuidFixup keeps a thread's capabilities when its uids change
+// (linux/securebits.h).
+const secbitNoSetuidFixup = 1 << 2
+
+// ownerThread makes the calling (locked) thread's effective uid and gid
+// host, keeping its capabilities. Only this thread changes: the system
+// calls are made raw, not through Go's all-threads setuid.
+func ownerThread(host int) error {
+	if _, _, e := unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, secbitNoSetuidFixup, 0, 0, 0, 0); e != 0 {
+		return fmt.Errorf("keep capabilities across the id change: %w", e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, ^uintptr(0), uintptr(host), ^uintptr(0)); e != 0 {
+		return fmt.Errorf("set the namespace's owner gid %d: %w", host, e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), uintptr(host), ^uintptr(0)); e != 0 {
+		return fmt.Errorf("set the namespace's owner uid %d: %w", host, e)
+	}
+	return nil
+}
+
+// bindUserns keeps the namespace of the descriptor userns at usernsPath
+// under the root being built at merged.
+func bindUserns(merged string, userns int) error {
+	target := merged + usernsPath
+	f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", usernsPath, err)
+	}
+	f.Close()
+	if err := unix.Mount(procFD(userns), target, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind the user namespace on %s: %w", usernsPath, err)
+	}
+	return nil
+}
+
+// entry is how a process of the desktop is to run, once inside its user
+// namespace: what drums enter-userns takes on its command line.
+type entry struct {
+	uid, gid int
+	groups   []int
+	dir      string
+	keep     []string // the bounding set
+	exeFD    int      // drums' binary, which runs enter
+	path     string   // the program
+	argv     []string
+}
+
+// args is the command line init runs entry by: busybox joins the
+// namespace and execs drums enter-userns.
+func (e entry) args() []string {
+	groups := make([]string, len(e.groups))
+	for i, g := range e.groups {
+		groups[i] = strconv.Itoa(g)
+	}
+	return append([]string{"busybox", "nsenter", "-U" + usernsPath, "--preserve-credentials", "-F", "--",
+		procFD(e.exeFD), EnterCommand,
+		strconv.Itoa(e.uid), strconv.Itoa(e.gid), strings.Join(groups, ","), e.dir,
+		strings.Join(e.keep, ","), strconv.Itoa(e.exeFD), e.path}, e.argv...)
+}
+
+// parseEntry reads what args wrote after EnterCommand.
+func parseEntry(args []string) (entry, error) {
+	var e entry
+	if len(args) < 8 {
+		return e, fmt.Errorf("want UID GID GROUPS DIR CAPS FD PATH ARGV..., got %q", args)
+	}
+	var err error
+	num := func(s string) int {
+		n, e := strconv.Atoi(s)
+		if e != nil && err == nil {
+			err = fmt.Errorf("not a number: %q", s)
+		}
+		return n
+	}
+	e.uid, e.gid, e.exeFD = num(args[0]), num(args[1]), num(args[5])
+	if args[2] != "" {
+		for _, g := range strings.Split(args[2], ",") {
+			e.groups = append(e.groups, num(g))
+		}
+	}
+	e.dir, e.path, e.argv = args[3], args[6], args[7:]
+	if args[4] != "" {
+		e.keep = strings.Split(args[4], ",")
+	}
+	return e, err
+}
+
+// EnterCommand is the hidden subcommand of drums that runs RunEnter.
+const EnterCommand = "enter-userns"
+
+// RunEnter is `drums enter-userns ...`, exec'd by busybox once in the desktop's
+// user namespace as its root (enter_linux.go): it gives the process its
+// directory, bounding set and ids, and execs the program. It returns only
+// on failure, with the status a shell gives a command it cannot run.
+func RunEnter(args []string) int {
+	e, err := parseEntry(args)
+	if err == nil {
+		err = e.enter()
+	}
+	fmt.Fprintf(os.Stderr, "drums enter-userns: %v\n", err)
+	return 126
+}
+
+// enter does RunEnter's work on one locked thread, which execs: only its
+// credentials count, so they are set by raw system calls on it alone.
+func (e entry) enter() error {
+	runtime.LockOSThread()
+	if _, err := unix.FcntlInt(uintptr(e.exeFD), unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+		return fmt.Errorf("close drums' binary on exec: %w", err)
+	}
+	if err := unix.Chdir(e.dir); err != nil {
+		return fmt.Errorf("chdir %s: %w", e.dir, err)
+	}
+	if err := dropBounding(e.keep); err != nil {
+		return err
+	}
+	groups := make([]uint32, len(e.groups))
+	for i, g := range e.groups {
+		groups[i] = uint32(g)
+	}
+	var gp unsafe.Pointer
+	if len(groups) > 0 {
+		gp = unsafe.Pointer(&groups[0])
+	}
+	if _, _, errno := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(groups)), uintptr(gp), 0); errno != 0 {
+		return fmt.Errorf("setgroups %v: %w", e.groups, errno)
+	}
+	if _, _, errno := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(e.gid), uintptr(e.gid), uintptr(e.gid)); errno != 0 {
+		return fmt.Errorf("setgid %d: %w", e.gid, errno)
+	}
+	if _, _, errno := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(e.uid), uintptr(e.uid), uintptr(e.uid)); errno != 0 {
+		return fmt.Errorf("setuid %d: %w", e.uid, errno)
+	}
+	err := syscall.Exec(e.path, e.argv, os.Environ())
+	return fmt.Errorf("exec %s: %w", e.path, err)
+}
+
+// dropBounding drops from the calling thread's bounding set every
+// capability not in keep.
+func dropBounding(keep []string) error {
+	keepSet := map[int]bool{}
+	for _, name := range keep {
+		c, ok := capNumbers[name]
+		if !ok {
+			return fmt.Errorf("unknown capability %s", name)
+		}
+		keepSet[c] = true
+	}
+	last, err := lastCap()
+	if err != nil {
+		return err
+	}
+	for c := 0; c <= last; c++ {
+		if keepSet[c] {
+			continue
+		}
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			return fmt.Errorf("drop capability %d: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// enterCredential is what the forked child takes before it execs busybox:
+// the ids of the namespace's owner (its root's host ids), without which
+// setns into the namespace is refused, and no groups.
+func enterCredential(ids IDMap) *syscall.Credential {
+	return &syscall.Credential{Uid: uint32(ids.Host), Gid: uint32(ids.Host), Groups: []uint32{}}
+}
