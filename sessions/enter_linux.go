@@ -6,9 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,26 +24,32 @@ import (
 // and a Go process kept in the namespace to fork for init costs every
 // desktop a second Go runtime (2.2 MiB). So the join is made by the host's
 // static busybox (Debian's busybox-static), between init's fork and the
-// program's exec, and drums' own binary finishes the process inside:
+// program's exec:
 //
 //	init (host root), its forking thread: cgroup namespace, seccomp filter
-//	  fork; setuid, setgid: the namespace's owner (host ids of the desktop's
-//	  root), no groups: no capability on the host is left
+//	  fork; setgroups, setgid: the process's ids, as host ids; setuid: the
+//	  namespace's owner (host uid of the desktop's root): no capability on
+//	  the host is left; chdir
 //	  exec busybox (by descriptor, close-on-exec: the desktop never has it)
-//	busybox nsenter -U/run/drums-userns --preserve-credentials -F -- DRUMS enter-userns ...
-//	  setns: allowed, its effective uid owns the namespace; it is root there,
-//	  with every capability of the namespace (setns gives them all, and
-//	  a full bounding set)
-//	  exec drums' binary (an inherited descriptor)
-//	drums enter-userns (RunEnter): chdir, bounding set down to the plan's, groups,
-//	  gid, uid, close its own binary, exec PROG
+//	busybox nsenter -U/run/drums-userns --preserve-credentials [-S UID] -F -- PROG
+//	  setns: allowed, its effective uid owns the namespace; uid, exec PROG
 //
 // The process is init's own child, so init's reaper gets its end. Until
 // the setns it is a host process of the namespace owner's uid with no
 // capability on the host, under the desktop's seccomp filter: it can do
-// no more than root in the desktop can. Each start costs two short execs
-// (busybox's, well under a millisecond, and drums', about 3 ms) and no
-// memory once the program runs.
+// no more than root in the desktop can. A start costs one more exec,
+// busybox's (under a millisecond), and no memory once the program runs.
+//
+// Joining a user namespace gives the joiner every capability of it and a
+// full bounding set (the kernel's set_cred_user_ns), and busybox cannot
+// lower it again: root in a desktop holds every capability of the
+// desktop's user namespace. Those act on what that namespace owns, which
+// is nothing but itself: every other namespace, the mounts, the IPC
+// objects and the cgroups are the host user namespace's, the seccomp
+// filter refuses making new namespaces, and the kernel checks the host's
+// namespace for what would touch the host (modules, the clock, raw I/O,
+// devices). So a capability root has inside reaches its own processes and
+// files only, as root in a VM does.
 //
 // The namespace is made once per session by a short-lived holder (busybox
 // cat, cloned into it by a thread of init that has taken the owner's uid,
@@ -228,137 +232,25 @@ func bindUserns(merged string, userns int) error {
 	return nil
 }
 
-// entry is how a process of the desktop is to run, once inside its user
-// namespace: what drums enter-userns takes on its command line.
-type entry struct {
-	uid, gid int
-	groups   []int
-	dir      string
-	keep     []string // the bounding set
-	exeFD    int      // drums' binary, which runs enter
-	path     string   // the program
-	argv     []string
-}
-
-// args is the command line init runs entry by: busybox joins the
-// namespace and execs drums enter-userns.
-func (e entry) args() []string {
-	groups := make([]string, len(e.groups))
-	for i, g := range e.groups {
-		groups[i] = strconv.Itoa(g)
+// enterArgv is busybox's command line that runs path with args in the
+// desktop's user namespace as uid; the gid and groups are set before, as
+// host ids (enterCredential), and joining keeps them.
+func enterArgv(uid int, path string, args []string) []string {
+	out := []string{"busybox", "nsenter", "-U" + usernsPath, "--preserve-credentials"}
+	if uid != 0 {
+		out = append(out, "-S", strconv.Itoa(uid))
 	}
-	return append([]string{"busybox", "nsenter", "-U" + usernsPath, "--preserve-credentials", "-F", "--",
-		procFD(e.exeFD), EnterCommand,
-		strconv.Itoa(e.uid), strconv.Itoa(e.gid), strings.Join(groups, ","), e.dir,
-		strings.Join(e.keep, ","), strconv.Itoa(e.exeFD), e.path}, e.argv...)
-}
-
-// parseEntry reads what args wrote after EnterCommand.
-func parseEntry(args []string) (entry, error) {
-	var e entry
-	if len(args) < 8 {
-		return e, fmt.Errorf("want UID GID GROUPS DIR CAPS FD PATH ARGV..., got %q", args)
-	}
-	var err error
-	num := func(s string) int {
-		n, e := strconv.Atoi(s)
-		if e != nil && err == nil {
-			err = fmt.Errorf("not a number: %q", s)
-		}
-		return n
-	}
-	e.uid, e.gid, e.exeFD = num(args[0]), num(args[1]), num(args[5])
-	if args[2] != "" {
-		for _, g := range strings.Split(args[2], ",") {
-			e.groups = append(e.groups, num(g))
-		}
-	}
-	e.dir, e.path, e.argv = args[3], args[6], args[7:]
-	if args[4] != "" {
-		e.keep = strings.Split(args[4], ",")
-	}
-	return e, err
-}
-
-// EnterCommand is the hidden subcommand of drums that runs RunEnter.
-const EnterCommand = "enter-userns"
-
-// RunEnter is `drums enter-userns ...`, exec'd by busybox once in the desktop's
-// user namespace as its root (enter_linux.go): it gives the process its
-// directory, bounding set and ids, and execs the program. It returns only
-// on failure, with the status a shell gives a command it cannot run.
-func RunEnter(args []string) int {
-	e, err := parseEntry(args)
-	if err == nil {
-		err = e.enter()
-	}
-	fmt.Fprintf(os.Stderr, "drums enter-userns: %v\n", err)
-	return 126
-}
-
-// enter does RunEnter's work on one locked thread, which execs: only its
-// credentials count, so they are set by raw system calls on it alone.
-func (e entry) enter() error {
-	runtime.LockOSThread()
-	if _, err := unix.FcntlInt(uintptr(e.exeFD), unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
-		return fmt.Errorf("close drums' binary on exec: %w", err)
-	}
-	if err := unix.Chdir(e.dir); err != nil {
-		return fmt.Errorf("chdir %s: %w", e.dir, err)
-	}
-	if err := dropBounding(e.keep); err != nil {
-		return err
-	}
-	groups := make([]uint32, len(e.groups))
-	for i, g := range e.groups {
-		groups[i] = uint32(g)
-	}
-	var gp unsafe.Pointer
-	if len(groups) > 0 {
-		gp = unsafe.Pointer(&groups[0])
-	}
-	if _, _, errno := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(groups)), uintptr(gp), 0); errno != 0 {
-		return fmt.Errorf("setgroups %v: %w", e.groups, errno)
-	}
-	if _, _, errno := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(e.gid), uintptr(e.gid), uintptr(e.gid)); errno != 0 {
-		return fmt.Errorf("setgid %d: %w", e.gid, errno)
-	}
-	if _, _, errno := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(e.uid), uintptr(e.uid), uintptr(e.uid)); errno != 0 {
-		return fmt.Errorf("setuid %d: %w", e.uid, errno)
-	}
-	err := syscall.Exec(e.path, e.argv, os.Environ())
-	return fmt.Errorf("exec %s: %w", e.path, err)
-}
-
-// dropBounding drops from the calling thread's bounding set every
-// capability not in keep.
-func dropBounding(keep []string) error {
-	keepSet := map[int]bool{}
-	for _, name := range keep {
-		c, ok := capNumbers[name]
-		if !ok {
-			return fmt.Errorf("unknown capability %s", name)
-		}
-		keepSet[c] = true
-	}
-	last, err := lastCap()
-	if err != nil {
-		return err
-	}
-	for c := 0; c <= last; c++ {
-		if keepSet[c] {
-			continue
-		}
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
-			return fmt.Errorf("drop capability %d: %w", c, err)
-		}
-	}
-	return nil
+	return append(append(out, "-F", "--", path), args...)
 }
 
 // enterCredential is what the forked child takes before it execs busybox:
-// the ids of the namespace's owner (its root's host ids), without which
-// setns into the namespace is refused, and no groups.
-func enterCredential(ids IDMap) *syscall.Credential {
-	return &syscall.Credential{Uid: uint32(ids.Host), Gid: uint32(ids.Host), Groups: []uint32{}}
+// the namespace owner's uid (its root's host uid), without which setns
+// into the namespace is refused, and the process's gid and groups as host
+// ids.
+func enterCredential(ids IDMap, gid int, groups []int) *syscall.Credential {
+	c := &syscall.Credential{Uid: uint32(ids.Host), Gid: uint32(ids.ToHost(gid)), Groups: []uint32{}}
+	for _, g := range groups {
+		c.Groups = append(c.Groups, uint32(ids.ToHost(g)))
+	}
+	return c
 }

@@ -156,10 +156,6 @@ print(os.path.exists("` + h.hostOnly[0] + `"), os.path.exists("/etc/os-release")
 		// Processes.
 		{name: "kill-init", script: "kill -9 1", refused: failed},
 		{name: "ptrace-init", script: syscallErrno(unix.SYS_PTRACE, "16", "1", "0", "0"), refused: errnoIs(unix.EPERM)},
-		// Root's bounding set is the plan's (keepCaps), though joining
-		// the user namespace filled it: no CAP_SYS_PTRACE, CAP_SYS_ADMIN,
-		// CAP_NET_ADMIN or CAP_MKNOD, even there.
-		{name: "bounding-set", script: "grep CapBnd /proc/self/status", refused: func(out string, _ int) bool { return strings.TrimSpace(out) == "CapBnd:\t00000000a00425fb" }},
 		{name: "process-vm-readv-init", script: fmt.Sprintf(`/usr/bin/python3 -c 'import ctypes
 class iovec(ctypes.Structure): _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 buf = ctypes.create_string_buffer(8)

@@ -58,10 +58,8 @@ func (r *reaper) reap() {
 // forker starts every process of the desktop from one locked OS thread of
 // init. That thread, and only it, has unshared a cgroup namespace rooted at
 // the session's cgroup and loaded the desktop's seccomp filter: a forked
-// child inherits the forking thread's namespaces and filter. (Not its
-// bounding set: joining the desktop's user namespace fills that again, so
-// drums enter-userns lowers it, inside.) The thread stays locked for good,
-// so the Go runtime never runs anything else on it.
+// child inherits the forking thread's namespaces and filter. The thread
+// stays locked for good, so the Go runtime never runs anything else on it.
 type forker struct {
 	reqs chan forkReq
 	r    *reaper
@@ -161,27 +159,4 @@ func describeString(ws unix.WaitStatus) string {
 		return "killed by " + sig
 	}
 	return "exited with status " + strconv.Itoa(code)
-}
-
-func lastCap() (int, error) {
-	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
-	if err != nil {
-		return 0, fmt.Errorf("read cap_last_cap: %w", err)
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 0, fmt.Errorf("parse cap_last_cap: %w", err)
-	}
-	return n, nil
-}
-
-var capNumbers = map[string]int{
-	"CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_DAC_READ_SEARCH": 2, "CAP_FOWNER": 3, "CAP_FSETID": 4,
-	"CAP_KILL": 5, "CAP_SETGID": 6, "CAP_SETUID": 7, "CAP_SETPCAP": 8, "CAP_LINUX_IMMUTABLE": 9,
-	"CAP_NET_BIND_SERVICE": 10, "CAP_NET_BROADCAST": 11, "CAP_NET_ADMIN": 12, "CAP_NET_RAW": 13,
-	"CAP_IPC_LOCK": 14, "CAP_IPC_OWNER": 15, "CAP_SYS_MODULE": 16, "CAP_SYS_RAWIO": 17,
-	"CAP_SYS_CHROOT": 18, "CAP_SYS_PTRACE": 19, "CAP_SYS_PACCT": 20, "CAP_SYS_ADMIN": 21,
-	"CAP_SYS_BOOT": 22, "CAP_SYS_NICE": 23, "CAP_SYS_RESOURCE": 24, "CAP_SYS_TIME": 25,
-	"CAP_SYS_TTY_CONFIG": 26, "CAP_MKNOD": 27, "CAP_LEASE": 28, "CAP_AUDIT_WRITE": 29,
-	"CAP_AUDIT_CONTROL": 30, "CAP_SETFCAP": 31,
 }

@@ -37,9 +37,6 @@ type Plan struct {
 	// desktop is an unprivileged host uid no other desktop or host user
 	// has (IDClaimDir).
 	IDs IDMap `json:"ids"`
-	// KeepCaps is the capability bounding set of every process of the
-	// desktop (its root included), in the desktop's user namespace.
-	KeepCaps []string `json:"keep_caps"`
 	// Busybox is the host's static busybox, which starts every process of
 	// the desktop in its user namespace (enter_linux.go).
 	Busybox string `json:"busybox"`
@@ -229,16 +226,6 @@ const ttyGroup = 5
 // included, as an image's files use them.
 const idRangeSize = 65536
 
-// keepCaps is Docker's default set less MKNOD: what sudo, PAM, chown, ping
-// and low ports need. They hold in the desktop's own user namespace only;
-// mounting, network configuration, module loading, ptrace and raw devices
-// stay out of reach of root in a session even there.
-var keepCaps = []string{
-	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL",
-	"CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
-	"CAP_NET_RAW", "CAP_SYS_CHROOT", "CAP_AUDIT_WRITE", "CAP_SETFCAP",
-}
-
 func newPlan(in planInput) (*Plan, error) {
 	req, cfg := in.req, in.cfg
 	if req.Width == 0 && req.Height == 0 {
@@ -297,7 +284,6 @@ func newPlan(in planInput) (*Plan, error) {
 		GuestPort: req.GuestPort,
 		Env:       userEnv(user, im.desktop.Locale),
 		IDs:       IDMap{Host: in.idBase, Size: idRangeSize},
-		KeepCaps:  keepCaps,
 		Busybox:   cfg.Busybox,
 		Net: NetPlan{
 			HostVeth:  hostVeth(cfg.Prefix, in.slot),

@@ -58,26 +58,16 @@ func (in *initProc) spawn(o procOpts) (int, <-chan unix.WaitStatus, error) {
 		return 0, nil, fmt.Errorf("%s: %d descriptors, at most %d", o.argv[0], len(o.files), highFD/3)
 	}
 	u := in.plan.User
-	e := entry{uid: u.UID, gid: u.GID, groups: u.Groups, dir: u.Home, keep: in.plan.KeepCaps,
-		exeFD: len(o.files), argv: o.argv}
+	uid, gid, groups, dir := u.UID, u.GID, u.Groups, u.Home
 	if o.root {
-		e.uid, e.gid, e.groups, e.dir = 0, 0, nil, "/root"
+		uid, gid, groups, dir = 0, 0, nil, "/root"
 	}
 	if o.dir != "" {
-		e.dir = o.dir
+		dir = o.dir
 	}
 	env := o.env
 	if env == nil {
 		env = in.plan.Env
-	}
-	if o.drums {
-		e.path, e.argv = procFD(e.exeFD), append([]string{"drums"}, o.argv...)
-	} else {
-		path, err := lookPath(o.argv[0])
-		if err != nil {
-			return 0, nil, err
-		}
-		e.path = path
 	}
 	files := make([]uintptr, 0, len(o.files)+1)
 	for _, f := range o.files {
@@ -86,10 +76,22 @@ func (in *initProc) spawn(o procOpts) (int, <-chan unix.WaitStatus, error) {
 		}
 		files = append(files, f.Fd())
 	}
-	files = append(files, uintptr(in.exe))
-	attr := &syscall.ProcAttr{Dir: "/", Env: env, Files: files,
-		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: o.setctty, Credential: enterCredential(in.plan.IDs)}}
-	pid, done, err := in.forker.start(o.argv[0], procFD(in.busybox), e.args(), attr)
+	var path string
+	argv := o.argv
+	if o.drums {
+		// drums' own binary: an inherited descriptor, the last one.
+		path, argv = procFD(len(files)), append([]string{"drums"}, o.argv...)
+		files = append(files, uintptr(in.exe))
+	} else {
+		p, err := lookPath(o.argv[0])
+		if err != nil {
+			return 0, nil, err
+		}
+		path = p
+	}
+	attr := &syscall.ProcAttr{Dir: dir, Env: env, Files: files,
+		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: o.setctty, Credential: enterCredential(in.plan.IDs, gid, groups)}}
+	pid, done, err := in.forker.start(o.argv[0], procFD(in.busybox), enterArgv(uid, path, argv[1:]), attr)
 	runtime.KeepAlive(o.files)
 	return pid, done, err
 }

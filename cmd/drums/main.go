@@ -1,9 +1,8 @@
 // Command drums runs desktops for computer-use agents: the provider daemon,
 // the session engine's CLI, the task-compat suite and the compat harness.
 // It is internal/drumscli's Main, which dispatches the hidden commands the
-// engine re-executes drums as (a session's init, the step that starts its
-// processes in its user namespace, its accessibility check) before
-// anything else.
+// engine re-executes drums as (a session's init, its accessibility check)
+// before anything else.
 package main
 
 import (

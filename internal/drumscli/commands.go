@@ -45,7 +45,6 @@ func commands() []command {
 		// Hidden: the engine re-executes drums as these (runc's init).
 		{name: sessions.InitCommand, child: sessions.RunInit},
 		{name: sessions.A11yCommand, child: sessions.RunA11yReady},
-		{name: sessions.EnterCommand, child: sessions.RunEnter},
 		{name: sessions.RunInitCommand, child: func([]string) int { return sessions.RunImageInit() }},
 	}
 }
