@@ -22,7 +22,7 @@ deps-osworld: deps    ## also the python3 packages OSWorld's desktop_env imports
 # Without the symbol table and DWARF (-s -w): guestd 13.7 -> 9.5 MB, drums
 # 16.4 -> 11.5 MB (bench/results/binaries.md); panics still print their
 # stacks (the pc-line table stays).
-build:                ## bin/drums and bin/guestd
+build:                ## bin/drums, bin/drums-init (what each desktop's init runs) and bin/guestd
 	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o $(BIN)/ ./cmd/...
 
 # The images desktops and the tests run from. A first build takes a few

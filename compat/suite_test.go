@@ -39,7 +39,7 @@ func TestSuite(t *testing.T) {
 	if bin == "" {
 		bin = t.TempDir()
 		root := moduleRoot(t)
-		for _, c := range []string{"./cmd/drums", "./cmd/guestd"} {
+		for _, c := range []string{"./cmd/drums", "./cmd/drums-init", "./cmd/guestd"} {
 			cmd := exec.Command("go", "build", "-o", bin+"/", c)
 			cmd.Dir = root
 			if out, err := cmd.CombinedOutput(); err != nil {

@@ -152,10 +152,10 @@ func tier1Setup(t testing.TB) {
 		if bin := os.Getenv("DRUMS_BIN"); bin != "" {
 			tier1Env.drums, tier1Env.guestd = filepath.Join(bin, "drums"), filepath.Join(bin, "guestd")
 		} else {
-			cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/drums", "./cmd/guestd")
+			cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/drums", "./cmd/drums-init", "./cmd/guestd")
 			cmd.Dir = ".."
 			if out, err := cmd.CombinedOutput(); err != nil {
-				tier1Env.err = fmt.Errorf("build drums and guestd: %v\n%s", err, out)
+				tier1Env.err = fmt.Errorf("build drums, drums-init and guestd: %v\n%s", err, out)
 				return
 			}
 			tier1Env.drums, tier1Env.guestd = filepath.Join(dir, "drums"), filepath.Join(dir, "guestd")
@@ -200,7 +200,7 @@ func engineConfig(t testing.TB, capacity int) sessions.Config {
 		ImageDir:    testimage.ImageDir(),
 		Image:       testImage,
 		MaxSessions: capacity,
-		Binary:      tier1Env.drums,
+		Binary:      filepath.Join(filepath.Dir(tier1Env.drums), sessions.InitBinary),
 		Guestd:      tier1Env.guestd,
 	}
 }

@@ -46,9 +46,13 @@ type Config struct {
 	Network netip.Prefix
 	// MaxSessions bounds the number of sessions (and slots) of this prefix.
 	MaxSessions int
-	// Binary is the drums executable re-executed as a session's init.
+	// Binary is drums-init, the executable a session's init runs
+	// (cmd/drums-init: the engine's side of a desktop only, so that what
+	// the rest of drums links costs no desktop any memory). Empty:
+	// drums-init in $DRUMS_BIN, else next to this process's executable.
 	Binary string
 	// Guestd is the guestd executable bound read-only into every session.
+	// Empty: guestd in $DRUMS_BIN, else next to this process's executable.
 	Guestd string
 	// Busybox is a statically linked busybox with the nsenter applet
 	// (Debian's busybox-static), through which init starts every process
@@ -159,15 +163,21 @@ func (c Config) withDefaults() (Config, error) {
 	if n := slotCount(c.Network); c.MaxSessions > n {
 		c.MaxSessions = n
 	}
-	if c.Binary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return c, fmt.Errorf("find the drums executable: %w", err)
+	if c.Binary == "" || c.Guestd == "" {
+		dir := os.Getenv("DRUMS_BIN")
+		if dir == "" {
+			exe, err := os.Executable()
+			if err != nil {
+				return c, fmt.Errorf("find this executable's directory: %w", err)
+			}
+			dir = filepath.Dir(exe)
 		}
-		c.Binary = exe
-	}
-	if c.Guestd == "" {
-		c.Guestd = defaultGuestd(c.Binary)
+		if c.Binary == "" {
+			c.Binary = filepath.Join(dir, InitBinary)
+		}
+		if c.Guestd == "" {
+			c.Guestd = filepath.Join(dir, "guestd")
+		}
 	}
 	if c.Busybox == "" {
 		c.Busybox = defaultBusybox()
@@ -186,7 +196,9 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// defaultGuestd finds guestd in $DRUMS_BIN, else next to the drums binary.
+// InitBinary is the name of the executable a session's init runs.
+const InitBinary = "drums-init"
+
 func defaultBusybox() string {
 	for _, p := range []string{"/usr/bin/busybox", "/bin/busybox"} {
 		if _, err := os.Stat(p); err == nil {
@@ -194,13 +206,6 @@ func defaultBusybox() string {
 		}
 	}
 	return "/usr/bin/busybox"
-}
-
-func defaultGuestd(binary string) string {
-	if dir := os.Getenv("DRUMS_BIN"); dir != "" {
-		return filepath.Join(dir, "guestd")
-	}
-	return filepath.Join(filepath.Dir(binary), "guestd")
 }
 
 // or fills l's zero fields from d.

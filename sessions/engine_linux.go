@@ -135,7 +135,7 @@ func openImage(cfg Config, store *images.Store, req Request) (*images.Image, err
 func (e *Engine) Create(ctx context.Context, req Request) (*Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.ReadyTimeout)
 	defer cancel()
-	for _, f := range []struct{ what, path string }{{"drums binary", e.cfg.Binary}, {"guestd", e.cfg.Guestd}} {
+	for _, f := range []struct{ what, path string }{{InitBinary, e.cfg.Binary}, {"guestd", e.cfg.Guestd}} {
 		if st, err := os.Stat(f.path); err != nil || !st.Mode().IsRegular() {
 			return nil, fmt.Errorf("%s %s: not found (build it, or set DRUMS_BIN): %w", f.what, f.path, ErrUnsupported)
 		}

@@ -42,7 +42,7 @@ type procOpts struct {
 	dir     string
 	files   []*os.File // fds 0, 1, 2, 3...; nil entries are /dev/null
 	setctty bool
-	drums   bool // argv are arguments of drums' own binary
+	self    bool // argv are arguments of init's own binary (drums-init)
 }
 
 // spawn starts a process of the desktop, in the desktop's user namespace
@@ -78,9 +78,9 @@ func (in *initProc) spawn(o procOpts) (int, <-chan unix.WaitStatus, error) {
 	}
 	var path string
 	argv := o.argv
-	if o.drums {
-		// drums' own binary: an inherited descriptor, the last one.
-		path, argv = procFD(len(files)), append([]string{"drums"}, o.argv...)
+	if o.self {
+		// init's own binary: an inherited descriptor, the last one.
+		path, argv = procFD(len(files)), append([]string{InitBinary}, o.argv...)
 		files = append(files, uintptr(in.exe))
 	} else {
 		p, err := lookPath(o.argv[0])
@@ -226,7 +226,7 @@ func (in *initProc) startReady(ctx context.Context, proc Proc) error {
 
 // waitA11y waits until the launcher owns org.a11y.Bus on the session bus
 // and the accessibility bus has activated the registry. A process of the
-// desktop asks (drums' own binary as `drums a11y-ready BUS`, RunA11yReady):
+// desktop asks (init's own binary as `drums-init a11y-ready BUS`, RunA11yReady):
 // the buses run in the desktop's user namespace, where init, the host's
 // root, is nobody and not let in.
 func (in *initProc) waitA11y(ctx context.Context, p *stackProc) error {
@@ -238,7 +238,7 @@ func (in *initProc) waitA11y(ctx context.Context, p *stackProc) error {
 		return fmt.Errorf("pipe for the accessibility check: %w", err)
 	}
 	defer r.Close()
-	pid, done, err := in.spawn(procOpts{argv: []string{A11yCommand, bus}, files: []*os.File{nil, nil, w}, drums: true})
+	pid, done, err := in.spawn(procOpts{argv: []string{A11yCommand, bus}, files: []*os.File{nil, nil, w}, self: true})
 	w.Close()
 	if err != nil {
 		return fmt.Errorf("%s: %w: %w", p.name, err, ErrStack)
@@ -271,15 +271,15 @@ func (in *initProc) waitA11y(ctx context.Context, p *stackProc) error {
 	}
 }
 
-// A11yCommand is the hidden subcommand of drums that runs RunA11yReady.
+// A11yCommand is the subcommand of drums-init that runs RunA11yReady.
 const A11yCommand = "a11y-ready"
 
-// RunA11yReady is `drums a11y-ready BUS`, run by init in the desktop as
+// RunA11yReady is `drums-init a11y-ready BUS`, run by init in the desktop as
 // its user: it waits, at most a11yTimeout, until the accessibility bus is
 // up on the session bus at BUS (a11yReady). It returns the exit status.
 func RunA11yReady(args []string) int {
 	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "usage: drums a11y-ready BUS")
+		fmt.Fprintln(os.Stderr, "usage: drums-init a11y-ready BUS")
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a11yTimeout)

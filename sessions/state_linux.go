@@ -210,6 +210,6 @@ func findInits(prefix string) map[string][]int {
 	return out
 }
 
-// InitCommand is the hidden subcommand of drums that runs RunInit; cmd/drums
-// dispatches it before anything else runs.
+// InitCommand is the subcommand of drums-init that runs RunInit;
+// cmd/drums-init dispatches it before anything else runs.
 const InitCommand = "init"

@@ -129,10 +129,10 @@ func makeWorld() (*testWorld, error) {
 	if bin := os.Getenv("DRUMS_BIN"); bin != "" {
 		w.drums, w.guestd = filepath.Join(bin, "drums"), filepath.Join(bin, "guestd")
 	} else {
-		cmd := exec.Command("go", "build", "-o", w.dir+"/", "./cmd/drums", "./cmd/guestd")
+		cmd := exec.Command("go", "build", "-o", w.dir+"/", "./cmd/drums", "./cmd/drums-init", "./cmd/guestd")
 		cmd.Dir = ".."
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("build drums and guestd: %v\n%s", err, out)
+			return nil, fmt.Errorf("build drums, drums-init and guestd: %v\n%s", err, out)
 		}
 		w.drums, w.guestd = filepath.Join(w.dir, "drums"), filepath.Join(w.dir, "guestd")
 	}
@@ -146,7 +146,7 @@ func makeWorld() (*testWorld, error) {
 
 func (w *testWorld) config() Config {
 	return Config{Prefix: w.prefix, StateDir: filepath.Join(w.dir, "state"), ImageDir: testimage.ImageDir(), Image: coreImage,
-		Network: w.network, Binary: w.drums, Guestd: w.guestd, ReadyTimeout: opTimeout}
+		Network: w.network, Binary: filepath.Join(filepath.Dir(w.drums), InitBinary), Guestd: w.guestd, ReadyTimeout: opTimeout}
 }
 
 // cliArgs are the engine flags that point drums at this world.

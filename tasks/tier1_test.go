@@ -40,7 +40,7 @@ func buildBin(t *testing.T) string {
 		if binErr != nil {
 			return
 		}
-		for _, p := range []string{"./cmd/drums", "./cmd/guestd"} {
+		for _, p := range []string{"./cmd/drums", "./cmd/drums-init", "./cmd/guestd"} {
 			cmd := exec.Command("go", "build", "-o", binDir+"/", p)
 			cmd.Dir = ".."
 			if out, err := cmd.CombinedOutput(); err != nil {

@@ -1,8 +1,8 @@
 // Command drums runs desktops for computer-use agents: the provider daemon,
 // the session engine's CLI, the task-compat suite and the compat harness.
-// It is internal/drumscli's Main, which dispatches the hidden commands the
-// engine re-executes drums as (a session's init, its accessibility check)
-// before anything else.
+// It is internal/drumscli's Main, which dispatches the hidden command that
+// drums image run re-executes drums as before anything else (a desktop's
+// init is cmd/drums-init).
 package main
 
 import (

@@ -42,9 +42,8 @@ func commands() []command {
 				{name: "list", run: leaf(parseTasksList, runTasksList)},
 			}}},
 
-		// Hidden: the engine re-executes drums as these (runc's init).
-		{name: sessions.InitCommand, child: sessions.RunInit},
-		{name: sessions.A11yCommand, child: sessions.RunA11yReady},
+		// Hidden: drums image run re-executes drums as this (a desktop's
+		// init is drums-init's).
 		{name: sessions.RunInitCommand, child: func([]string) int { return sessions.RunImageInit() }},
 	}
 }

@@ -19,10 +19,10 @@ import (
 // returns its exit status: 0 when the command succeeded or printed the
 // usage asked for, 2 for a bad command line, 1 when the command failed, or
 // the status of the command that drums session exec or drums image run ran.
-// The hidden commands (a session's init and its helpers) return their own.
+// The hidden command (drums image run's init) returns its own.
 func Main(args []string, stdin, stdout, stderr *os.File) int {
 	cmds := commands()
-	// First: a session's init and its helpers must start with no signal
+	// First: drums image run's init must start with no signal
 	// handler and no goroutine of ours.
 	if len(args) > 0 {
 		if c := find(cmds, args[0]); c != nil && c.child != nil {

@@ -20,8 +20,7 @@ import (
 )
 
 // Tier 1: the session commands on real desktops, in process. The engine
-// re-executes this test binary as each desktop's init and its helpers, which
-// TestMain makes drums.
+// runs each desktop's init as $DRUMS_BIN/drums-init.
 
 // runDirPrefix and the run's prefix name a directory per tier-1 run in
 // os.TempDir(), with its sessions' state and a lock the run holds;
