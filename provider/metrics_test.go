@@ -59,6 +59,29 @@ func TestMetricsExposition(t *testing.T) {
 	if d := cmp.Diff(string(want), got); d != "" {
 		t.Errorf("/metrics differs from %s (-want +got):\n%s", golden, d)
 	}
+	// Beside drums' own series: the Go runtime's and the process's.
+	for _, name := range []string{"go_goroutines", "go_memstats_heap_alloc_bytes", "process_resident_memory_bytes", "process_open_fds"} {
+		if families[name] == nil {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+}
+
+// TestMetricsLabelEscaping: a label value with the characters the text
+// format escapes, and a tab, which it does not (Go's %q, which the
+// hand-written text used, wrote it as \t: a line Prometheus rejects),
+// reads back unchanged.
+func TestMetricsLabelEscaping(t *testing.T) {
+	h := start(t, testConfig(t.TempDir()), newFakeEngine())
+	op := "quote\" backslash\\ newline\n tab\t é"
+	h.srv.m.met.failure(op)
+	f := parseMetrics(t, metricsText(t, h))["drums_failures_total"]
+	if f == nil || len(f.GetMetric()) != 1 {
+		t.Fatalf("drums_failures_total: %v", f)
+	}
+	if l := f.GetMetric()[0].GetLabel(); len(l) != 1 || l[0].GetValue() != op || f.GetMetric()[0].GetCounter().GetValue() != 1 {
+		t.Errorf("failure %q read back as %v", op, f.GetMetric()[0])
+	}
 }
 
 // parseMetrics reads the text exposition format as Prometheus does; a
