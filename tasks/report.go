@@ -57,7 +57,10 @@ type Observation struct {
 	ScreenshotBytes    int    `json:"screenshot_bytes"`
 	AccessibilityBytes int    `json:"accessibility_bytes"`
 	Screenshot         string `json:"screenshot,omitempty"` // saved PNG, relative to the files directory
-	Error              string `json:"error,omitempty"`
+	// Accessibility is the saved tree (XML), relative to the files
+	// directory.
+	Accessibility string `json:"accessibility,omitempty"`
+	Error         string `json:"error,omitempty"`
 }
 
 // OK is the report's observation_ok: a non-empty screenshot and tree.
