@@ -157,7 +157,7 @@ func TestRunnerClassifiesAndRuns(t *testing.T) {
 		t.Errorf("desktops left leased: %v", desks.leased)
 	}
 
-	rep := Report{Results: results, Mode: "native"}
+	rep := Report{Results: results, Mode: "native", Files: files}
 	out := t.TempDir()
 	if err := rep.WriteFiles(out); err != nil {
 		t.Fatal(err)
@@ -175,6 +175,16 @@ func TestRunnerClassifiesAndRuns(t *testing.T) {
 	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
 	if !strings.Contains(string(md), "| **all** | 9 |") {
 		t.Errorf("report.md totals missing:\n%s", md)
+	}
+	html, _ := os.ReadFile(filepath.Join(out, ReportHTML))
+	page := parseXHTML(t, html)
+	if page.count["article"] != len(entries) || len(page.attrs["img src"]) == 0 {
+		t.Errorf("report.html: %d articles, screenshots %q", page.count["article"], page.attrs["img src"])
+	}
+	for _, src := range page.attrs["img src"] {
+		if _, err := os.Stat(filepath.Join(out, filepath.FromSlash(src))); err != nil {
+			t.Errorf("report.html links a screenshot that is not there: %s", src)
+		}
 	}
 }
 

@@ -40,6 +40,7 @@ func commands() []command {
 			subs: []command{
 				{name: "run", run: leaf(parseTasksRun, runTasksRun)},
 				{name: "list", run: leaf(parseTasksList, runTasksList)},
+				{name: "report", run: leaf(parseTasksReport, runTasksReport)},
 			}}},
 
 		// Hidden: the engine re-executes drums as these (runc's init).
