@@ -17,7 +17,7 @@ import (
 	"github.com/drums-dev/drums/internal/testutil"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+var update = flag.Bool("update", false, "rewrite testdata/*.golden and the kept reports' report.html from the current output")
 
 // smallReport is a report of five tasks, one per kind of row, with its
 // files kept in a directory beside the report's (root/files, root/out):
@@ -159,6 +159,29 @@ func TestReportFilesRoundTrip(t *testing.T) {
 	}
 	if _, err := ReadReport(t.TempDir()); err == nil {
 		t.Error("a directory without report.json read as a report")
+	}
+}
+
+// TestKeptReportsHTML: the kept reports' report.html is what drums tasks
+// report --html makes of their report.json and run.json today, and
+// parses. -update rewrites them after a change to the page.
+func TestKeptReportsHTML(t *testing.T) {
+	for _, dir := range []string{"report", filepath.Join("report", "osworld")} {
+		r, err := ReadReport(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Command == "" || r.Started.IsZero() {
+			t.Errorf("%s: no run.json with the run's command and start", dir)
+		}
+		var b bytes.Buffer
+		if err := r.WriteHTML(&b, dir); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Golden(t, filepath.Join(dir, ReportHTML), b.String(), *update)
+		if page := parseXHTML(t, b.Bytes()); page.count["article"] != len(r.Results) {
+			t.Errorf("%s: %d articles for %d results", dir, page.count["article"], len(r.Results))
+		}
 	}
 }
 
