@@ -224,14 +224,26 @@ func mdCell(s string, limit int) string {
 	return s
 }
 
-// statusMeaning says what each status means (the reports' legends).
-var statusMeaning = map[string]string{
-	StatusRan:            "setup and observation worked (score before acting computed where the metric is native)",
-	StatusNeedsFileCache: "a file of OSWorld's file cache is missing (not run)",
-	StatusNeedsLiveWeb:   "the task needs internet sites or package mirrors (run offline to show what works)",
-	StatusMissingApp:     "a program is not installed on the desktop (not run)",
-	StatusUnsupported:    "a step drums cannot perform (not run)",
-	StatusFailed:         "setup, observation or the runner failed",
+// statusMeaning says what each status means (the reports' legends). A
+// switch rather than a map, so that it costs nothing at package init:
+// every drums process links this package, each desktop's session init
+// among them.
+func statusMeaning(status string) string {
+	switch status {
+	case StatusRan:
+		return "setup and observation worked (score before acting computed where the metric is native)"
+	case StatusNeedsFileCache:
+		return "a file of OSWorld's file cache is missing (not run)"
+	case StatusNeedsLiveWeb:
+		return "the task needs internet sites or package mirrors (run offline to show what works)"
+	case StatusMissingApp:
+		return "a program is not installed on the desktop (not run)"
+	case StatusUnsupported:
+		return "a step drums cannot perform (not run)"
+	case StatusFailed:
+		return "setup, observation or the runner failed"
+	}
+	return ""
 }
 
 // domainTotals is one row of the totals per domain.
@@ -293,7 +305,7 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 	}
 	var legend []string
 	for _, s := range Statuses {
-		legend = append(legend, "**"+s+"** = "+statusMeaning[s])
+		legend = append(legend, "**"+s+"** = "+statusMeaning(s))
 	}
 	b.WriteString("Statuses: " + strings.Join(legend, "; ") + ".\n\n")
 	names, domains := byDomain(r.Results)

@@ -1,11 +1,9 @@
 package tasks
 
 import (
-	_ "embed"
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"html/template"
 	"io"
 	"os"
 	"path/filepath"
@@ -21,12 +19,8 @@ import (
 // to the whole XML (a browser shows it as a tree only in a tab of its own,
 // not in a frame, and a page cannot read a local file without a server),
 // the screenshots load lazily, and the chart is inline SVG styled by the
-// page's CSS.
-//
-//go:embed report.html.tmpl
-var reportHTML string
-
-var reportTemplate = template.Must(template.New("report").Parse(reportHTML))
+// page's CSS. This file builds the page's data; report_markup.go writes
+// it.
 
 // WriteHTML writes the report as one HTML page whose links to the saved
 // screenshots and accessibility trees are relative to dir, where the page
@@ -36,7 +30,9 @@ func (r Report) WriteHTML(w io.Writer, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := reportTemplate.Execute(w, page); err != nil {
+	var b strings.Builder
+	page.write(&b)
+	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write html report: %w", err)
 	}
 	return nil
@@ -128,7 +124,7 @@ func (r Report) htmlPage(dir string) (htmlPage, error) {
 		p.Took = r.Duration.Round(time.Second).String()
 	}
 	for _, s := range Statuses {
-		p.Statuses = append(p.Statuses, htmlStatus{Name: s, Meaning: statusMeaning[s]})
+		p.Statuses = append(p.Statuses, htmlStatus{Name: s, Meaning: statusMeaning(s)})
 	}
 	names, domains := byDomain(r.Results)
 	for _, d := range names {

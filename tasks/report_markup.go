@@ -235,40 +235,25 @@ func (e htmlEval) write(b *strings.Builder) {
 // NUL (as U+FFFD). All seven are ASCII, which is never part of another
 // character in UTF-8, so a byte loop finds them in any string.
 func escText(s string) string {
-	var b strings.Builder
-	done := 0
-	for i := 0; i < len(s); i++ {
-		var esc string
+	return replaceBytes(s, func(i int) string {
 		switch s[i] {
 		case 0:
-			esc = "\uFFFD"
+			return "\uFFFD"
 		case '"':
-			esc = "&#34;"
+			return "&#34;"
 		case '&':
-			esc = "&amp;"
+			return "&amp;"
 		case '\'':
-			esc = "&#39;"
+			return "&#39;"
 		case '+':
-			esc = "&#43;"
+			return "&#43;"
 		case '<':
-			esc = "&lt;"
+			return "&lt;"
 		case '>':
-			esc = "&gt;"
-		default:
-			continue
+			return "&gt;"
 		}
-		if done == 0 {
-			b.Grow(len(s) + 16)
-		}
-		b.WriteString(s[done:i])
-		b.WriteString(esc)
-		done = i + 1
-	}
-	if done == 0 {
-		return s
-	}
-	b.WriteString(s[done:])
-	return b.String()
+		return ""
+	})
 }
 
 // escURL is html/template's treatment of a whole URL in a quoted href or
@@ -294,25 +279,35 @@ func escFragment(s string) string { return percentEncode(s, false) }
 // are kept as well as the unreserved ones.
 func percentEncode(s string, keepReserved bool) string {
 	const hex = "0123456789abcdef"
-	var b strings.Builder
-	done := 0
-	for i := 0; i < len(s); i++ {
+	return replaceBytes(s, func(i int) string {
 		c := s[i]
 		switch {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("-._~", c) >= 0:
-			continue
+			return ""
 		case keepReserved && strings.IndexByte("!#$&*+,/:;=?@[]", c) >= 0:
-			continue
+			return ""
 		case keepReserved && c == '%' && i+2 < len(s) && isHexDigit(s[i+1]) && isHexDigit(s[i+2]):
+			return ""
+		}
+		return string([]byte{'%', hex[c>>4], hex[c&0xf]})
+	})
+}
+
+// replaceBytes is s with each byte s[i] replaced by repl(i) where that is
+// not ""; s itself when no byte is.
+func replaceBytes(s string, repl func(i int) string) string {
+	var b strings.Builder
+	done := 0 // s[:done] is in b
+	for i := 0; i < len(s); i++ {
+		r := repl(i)
+		if r == "" {
 			continue
 		}
 		if done == 0 {
 			b.Grow(len(s) + 16)
 		}
 		b.WriteString(s[done:i])
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&0xf])
+		b.WriteString(r)
 		done = i + 1
 	}
 	if done == 0 {
