@@ -5,6 +5,15 @@ export PATH := /usr/local/go/bin:$(PATH)
 
 .PHONY: all deps deps-osworld build images test test-unit lint race fuzz soak bench run compat clean
 
+# The steps that need root (namespaces, mounts, nftables, image builds; and
+# apt-get in scripts/deps) run through scripts/as-root: as they are for
+# root, through sudo for a sudoer, with a clear error for an account that
+# has neither. So `make run` and `make test` work as written for both,
+# and the builds, lints and tier-0 runs stay the caller's (bin/ and the Go
+# caches are not root's). Variables reach root only where a recipe names
+# them after `env`, plus PATH, GOFLAGS and DRUMS_* (as-root keeps those).
+AS_ROOT := scripts/as-root
+
 # staticcheck is run at a pinned version with `go run`, outside this module,
 # so its dependencies never enter go.mod (and never upgrade the binaries').
 # v0.8 is the series that targets Go 1.26 (its go.mod says go 1.26.0);
@@ -28,25 +37,25 @@ build:                ## bin/drums, bin/drums-init (what each desktop's init run
 # The images desktops and the tests run from. A first build takes a few
 # minutes (mmdebstrap from Debian's archive); then each is reused at once.
 images: build         ## the core and osworld images (drums image build)
-	$(BIN)/drums image build core
-	$(BIN)/drums image build osworld
+	$(AS_ROOT) $(BIN)/drums image build core
+	$(AS_ROOT) $(BIN)/drums image build osworld
 
 test: deps lint race fuzz build images ## the gates, then every test, tier 1 (real Xvfb, D-Bus, namespaces, images) included
-	DRUMS_TIER1=1 DRUMS_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 60m ./...
+	$(AS_ROOT) env DRUMS_TIER1=1 DRUMS_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 60m ./...
 
 test-unit:            ## tier 0 only: no root, no X
 	$(GO) test ./...
 
 run: deps build       ## the main job: image, daemon, desktops, an episode each, the built-in tasks
-	DRUMS_BIN=$(CURDIR)/$(BIN) $(BIN)/drums run
+	$(AS_ROOT) env DRUMS_BIN=$(CURDIR)/$(BIN) $(BIN)/drums run
 
 compat: build         ## guestd against upstream main.py (root; needs DRUMS_UPSTREAM, DRUMS_UPSTREAM_PYTHONPATH)
-	DRUMS_TIER1=1 DRUMS_BIN=$(CURDIR)/$(BIN) DRUMS_COMPAT_REPORT=$(CURDIR)/compat/report \
+	$(AS_ROOT) env DRUMS_TIER1=1 DRUMS_BIN=$(CURDIR)/$(BIN) DRUMS_COMPAT_REPORT=$(CURDIR)/compat/report \
 	  $(GO) test -count=1 -v -timeout 60m -run '^TestSuite$$' ./compat/
 
 # Benchmarks print numbers; bench/results/*.md keep reviewed results with
 # the machine, date and load they were measured under.
-BENCH = DRUMS_TIER1=1 DRUMS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -timeout 60m
+BENCH = $(AS_ROOT) env DRUMS_TIER1=1 DRUMS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -timeout 60m
 bench: deps build     ## every benchmark (root, real desktops)
 	$(BENCH) -bench . -benchtime 300x ./internal/x11/
 	$(BENCH) -bench . -benchtime 100x ./internal/pyauto/
@@ -83,7 +92,7 @@ fuzz:                 ## each fuzz target briefly (FUZZTIME, 10s): request parsi
 # against a daemon killed with SIGKILL at seeded random moments
 # (DRUMS_FAULT_SEED repeats a run), then a leak check. Not part of make test.
 soak: deps build images ## the soak of the daemon with kills (results: bench/results/soak.md)
-	DRUMS_TIER1=1 DRUMS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench BenchmarkSoak -benchtime 1x -timeout 3h ./provider
+	$(AS_ROOT) env DRUMS_TIER1=1 DRUMS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench BenchmarkSoak -benchtime 1x -timeout 3h ./provider
 
 clean:
 	rm -rf $(BIN)

@@ -126,9 +126,7 @@ func (a *api) deleteSnapshot(c echo.Context) error {
 func (a *api) health(c echo.Context) error { return c.JSON(http.StatusOK, a.m.health()) }
 
 func (a *api) metrics(c echo.Context) error {
-	c.Response().Header().Set(echo.HeaderContentType, "text/plain; version=0.0.4; charset=utf-8")
-	c.Response().WriteHeader(http.StatusOK)
-	a.m.met.write(c.Response(), a.m.countByState(), a.m.cfg.Capacity)
+	a.m.met.handler.ServeHTTP(c.Response(), c.Request())
 	return nil
 }
 

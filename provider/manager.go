@@ -84,12 +84,11 @@ func NewManager(cfg Config, eng Engine, log *slog.Logger) (*Manager, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{
+	m := &Manager{
 		cfg:         cfg,
 		eng:         eng,
 		log:         log.With("component", "provider"),
 		st:          store{dir: cfg.StateDir},
-		met:         newMetrics(),
 		maintenance: maintenanceInterval,
 		bgCtx:       ctx,
 		bgCancel:    cancel,
@@ -99,7 +98,9 @@ func NewManager(cfg Config, eng Engine, log *slog.Logger) (*Manager, error) {
 		snaps:       map[string]snapshotRecord{},
 		pending:     map[string]int{},
 		changed:     make(chan struct{}),
-	}, nil
+	}
+	m.met = newMetrics(m.countByState, cfg.Capacity, m.log)
+	return m, nil
 }
 
 // notifyLocked wakes the leases waiting for a slot or a warm desktop.

@@ -1,137 +1,102 @@
 package provider
 
 import (
-	"fmt"
-	"io"
-	"sort"
-	"strings"
-	"sync"
-	"sync/atomic"
+	"log/slog"
+	"net/http"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // latencyBuckets (seconds) span a warm lease (~1 ms) to a cold start on a
 // loaded machine (tens of seconds).
 var latencyBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
-// metrics are the daemon's Prometheus series, written by hand in the text
-// exposition format (version 0.0.4).
+// metrics are the daemon's Prometheus series, in a registry of the
+// daemon's own (never client_golang's global one, so two daemons in one
+// test process do not share series), with the Go runtime's and the
+// process's collectors beside drums'. The names, types, labels and help
+// texts are those of the hand-written exposition text this replaced
+// (testdata/metrics.golden).
 type metrics struct {
-	lease, revert, create, reset *histogram
-	expired                      atomic.Int64
-
-	mu       sync.Mutex
-	failures map[string]int64 // by operation
+	lease, revert, create, reset histogram
+	expired                      prometheus.Counter
+	failures                     *prometheus.CounterVec
+	// handler serves the registry in the format the scraper asks for
+	// (the text format 0.0.4 by default).
+	handler http.Handler
 }
 
-func newMetrics() *metrics {
-	return &metrics{
-		lease:    newHistogram("drums_lease_seconds", "Time to hand out a leased desktop, by source (warm pool or cold start).", "source"),
-		revert:   newHistogram("drums_revert_seconds", "Time to revert a desktop, by mode (swap in a warm one, reset in place, start a new one).", "mode"),
-		create:   newHistogram("drums_create_seconds", "Time the engine takes to start a desktop until its guestd answers.", ""),
-		reset:    newHistogram("drums_reset_seconds", "Time the engine takes to reset a desktop in place.", ""),
-		failures: map[string]int64{},
+// newMetrics registers the series; states is read at each scrape for the
+// desktops by state, capacity is the configured maximum.
+func newMetrics(states func() map[string]int, capacity int, log *slog.Logger) *metrics {
+	m := &metrics{
+		lease:  newHistogram("drums_lease_seconds", "Time to hand out a leased desktop, by source (warm pool or cold start).", "source"),
+		revert: newHistogram("drums_revert_seconds", "Time to revert a desktop, by mode (swap in a warm one, reset in place, start a new one).", "mode"),
+		create: newHistogram("drums_create_seconds", "Time the engine takes to start a desktop until its guestd answers.", ""),
+		reset:  newHistogram("drums_reset_seconds", "Time the engine takes to reset a desktop in place.", ""),
+		expired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "drums_leases_expired_total", Help: "Leases that ended because they were not renewed."}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drums_failures_total", Help: "Failed operations, by operation."}, []string{"op"}),
+	}
+	capGauge := prometheus.NewGauge(prometheus.GaugeOpts{Name: "drums_capacity", Help: "Most desktops at once."})
+	capGauge.Set(float64(capacity))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		desktopsCollector{states: states, desc: prometheus.NewDesc("drums_desktops", "Desktops the daemon holds, by state.", []string{"state"}, nil)},
+		capGauge, m.expired, m.failures,
+		m.lease.vec, m.revert.vec, m.create.vec, m.reset.vec,
+	)
+	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
+	})
+	return m
+}
+
+func (m *metrics) failure(op string) { m.failures.WithLabelValues(op).Inc() }
+
+// desktopsCollector reports the desktops by state as they are when
+// scraped, so the manager keeps no second count to get out of step.
+type desktopsCollector struct {
+	states func() map[string]int
+	desc   *prometheus.Desc
+}
+
+func (c desktopsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c desktopsCollector) Collect(ch chan<- prometheus.Metric) {
+	for state, n := range c.states() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), state)
 	}
 }
 
-func (m *metrics) failure(op string) {
-	m.mu.Lock()
-	m.failures[op]++
-	m.mu.Unlock()
-}
-
-// write renders every series; states is the current count of desktops by
-// state and capacity the configured maximum.
-func (m *metrics) write(w io.Writer, states map[string]int, capacity int) {
-	fmt.Fprintf(w, "# HELP drums_desktops Desktops the daemon holds, by state.\n# TYPE drums_desktops gauge\n")
-	for _, s := range sortedKeys(states) {
-		fmt.Fprintf(w, "drums_desktops{state=%q} %d\n", s, states[s])
-	}
-	fmt.Fprintf(w, "# HELP drums_capacity Most desktops at once.\n# TYPE drums_capacity gauge\ndrums_capacity %d\n", capacity)
-	fmt.Fprintf(w, "# HELP drums_leases_expired_total Leases that ended because they were not renewed.\n# TYPE drums_leases_expired_total counter\ndrums_leases_expired_total %d\n", m.expired.Load())
-	m.mu.Lock()
-	fails := make(map[string]int64, len(m.failures))
-	for k, v := range m.failures {
-		fails[k] = v
-	}
-	m.mu.Unlock()
-	fmt.Fprintf(w, "# HELP drums_failures_total Failed operations, by operation.\n# TYPE drums_failures_total counter\n")
-	for _, op := range sortedKeys(fails) {
-		fmt.Fprintf(w, "drums_failures_total{op=%q} %d\n", op, fails[op])
-	}
-	for _, h := range []*histogram{m.lease, m.revert, m.create, m.reset} {
-		h.write(w)
-	}
-}
-
-// histogram is a Prometheus histogram with at most one label.
+// histogram is a latency histogram with at most one label. Even an
+// unlabelled one is a vector: a series appears with its first
+// observation, as in the hand-written text this replaced.
 type histogram struct {
-	name, help, label string
-
-	mu     sync.Mutex
-	series map[string]*hseries
+	vec      *prometheus.HistogramVec
+	labelled bool
 }
 
-type hseries struct {
-	counts []uint64 // per bucket, not cumulative
-	sum    float64
-	count  uint64
-}
-
-func newHistogram(name, help, label string) *histogram {
-	return &histogram{name: name, help: help, label: label, series: map[string]*hseries{}}
-}
-
-func (h *histogram) observe(labelValue string, d time.Duration) {
-	v := d.Seconds()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s := h.series[labelValue]
-	if s == nil {
-		s = &hseries{counts: make([]uint64, len(latencyBuckets))}
-		h.series[labelValue] = s
+func newHistogram(name, help, label string) histogram {
+	var labels []string
+	if label != "" {
+		labels = []string{label}
 	}
-	for i, b := range latencyBuckets {
-		if v <= b {
-			s.counts[i]++
-			break
-		}
-	}
-	s.sum += v
-	s.count++
+	vec := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets}, labels)
+	return histogram{vec: vec, labelled: label != ""}
 }
 
-func (h *histogram) write(w io.Writer) {
-	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s histogram\n", h.name, h.help, h.name)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, lv := range sortedKeys(h.series) {
-		s := h.series[lv]
-		labels := ""
-		if h.label != "" {
-			labels = fmt.Sprintf("%s=%q,", h.label, lv)
-		}
-		var cum uint64
-		for i, b := range latencyBuckets {
-			cum += s.counts[i]
-			fmt.Fprintf(w, "%s_bucket{%sle=\"%s\"} %d\n", h.name, labels, formatFloat(b), cum)
-		}
-		fmt.Fprintf(w, "%s_bucket{%sle=\"+Inf\"} %d\n", h.name, labels, s.count)
-		plain := strings.TrimSuffix(labels, ",")
-		if plain != "" {
-			plain = "{" + plain + "}"
-		}
-		fmt.Fprintf(w, "%s_sum%s %s\n%s_count%s %d\n", h.name, plain, formatFloat(s.sum), h.name, plain, s.count)
+// observe records d under labelValue ("" for an unlabelled histogram).
+func (h histogram) observe(labelValue string, d time.Duration) {
+	var lv []string
+	if h.labelled {
+		lv = []string{labelValue}
 	}
-}
-
-func formatFloat(v float64) string { return fmt.Sprintf("%g", v) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	h.vec.WithLabelValues(lv...).Observe(d.Seconds())
 }

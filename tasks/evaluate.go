@@ -21,6 +21,9 @@ type Evaluation struct {
 	NotNative []string `json:"not_native,omitempty"`
 	// Error is why the evaluation stopped early.
 	Error string `json:"error,omitempty"`
+	// Screenshot is the screen once the evaluation ran (its postconfig
+	// included), a saved PNG relative to the files directory.
+	Screenshot string `json:"screenshot,omitempty"`
 }
 
 // GetterResult is one getter call.

@@ -2,8 +2,10 @@ package tasks
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -57,7 +59,10 @@ type Observation struct {
 	ScreenshotBytes    int    `json:"screenshot_bytes"`
 	AccessibilityBytes int    `json:"accessibility_bytes"`
 	Screenshot         string `json:"screenshot,omitempty"` // saved PNG, relative to the files directory
-	Error              string `json:"error,omitempty"`
+	// Accessibility is the saved tree (XML), relative to the files
+	// directory.
+	Accessibility string `json:"accessibility,omitempty"`
+	Error         string `json:"error,omitempty"`
 }
 
 // OK is the report's observation_ok: a non-empty screenshot and tree.
@@ -74,6 +79,19 @@ type Report struct {
 	Duration time.Duration
 	Command  string
 	Mode     string
+	// Files is the directory the results' saved files (screenshots,
+	// accessibility trees) are relative to; "" is the report's own.
+	Files string
+}
+
+// runInfo is run.json: what report.json, a list of results, does not say
+// of the run.
+type runInfo struct {
+	Command string    `json:"command,omitempty"`
+	Started time.Time `json:"started,omitzero"`
+	Seconds float64   `json:"seconds,omitempty"`
+	Mode    string    `json:"mode,omitempty"`
+	Files   string    `json:"files,omitempty"`
 }
 
 // Totals counts results by status.
@@ -85,27 +103,88 @@ func Totals(rs []Result) map[string]int {
 	return t
 }
 
-// WriteFiles writes report.json and report.md into dir.
+// The report's files in its directory.
+const (
+	ReportJSON = "report.json"
+	RunJSON    = "run.json"
+	ReportMD   = "report.md"
+	ReportHTML = "report.html"
+)
+
+// WriteFiles writes report.json, run.json, report.md and report.html into
+// dir.
 func (r Report) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create report dir: %w", err)
 	}
-	b, err := json.MarshalIndent(r.Results, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode report: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write report.json: %w", err)
-	}
-	f, err := os.Create(filepath.Join(dir, "report.md"))
-	if err != nil {
-		return fmt.Errorf("write report.md: %w", err)
-	}
-	if err := r.WriteMarkdown(f); err != nil {
-		f.Close()
+	if err := saveJSON(filepath.Join(dir, ReportJSON), r.Results); err != nil {
 		return err
 	}
-	return f.Close()
+	info := runInfo{Command: r.Command, Started: r.Started.UTC(), Seconds: r.Duration.Seconds(), Mode: r.Mode, Files: r.Files}
+	if err := saveJSON(filepath.Join(dir, RunJSON), info); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, ReportMD), r.WriteMarkdown); err != nil {
+		return err
+	}
+	return r.WriteHTMLFile(dir)
+}
+
+// WriteHTMLFile writes report.html into dir, its links relative to dir.
+func (r Report) WriteHTMLFile(dir string) error {
+	return writeFile(filepath.Join(dir, ReportHTML), func(w io.Writer) error { return r.WriteHTML(w, dir) })
+}
+
+// ReadReport reads the report a run wrote into dir: report.json, and
+// run.json where the run wrote one (reports from before it have none).
+func ReadReport(dir string) (Report, error) {
+	var r Report
+	b, err := os.ReadFile(filepath.Join(dir, ReportJSON))
+	if err != nil {
+		return r, fmt.Errorf("read report: %w", err)
+	}
+	if err := json.Unmarshal(b, &r.Results); err != nil {
+		return r, fmt.Errorf("decode %s: %w", filepath.Join(dir, ReportJSON), err)
+	}
+	b, err = os.ReadFile(filepath.Join(dir, RunJSON))
+	if errors.Is(err, fs.ErrNotExist) {
+		return r, nil
+	} else if err != nil {
+		return r, fmt.Errorf("read run info: %w", err)
+	}
+	var info runInfo
+	if err := json.Unmarshal(b, &info); err != nil {
+		return r, fmt.Errorf("decode %s: %w", filepath.Join(dir, RunJSON), err)
+	}
+	r.Command, r.Started, r.Mode, r.Files = info.Command, info.Started, info.Mode, info.Files
+	r.Duration = time.Duration(info.Seconds * float64(time.Second))
+	return r, nil
+}
+
+func saveJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// writeFile creates path and fills it with write.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	if err := write(f); err != nil {
+		return errors.Join(err, f.Close())
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
 }
 
 func scoreText(s *float64) string {
@@ -113,6 +192,16 @@ func scoreText(s *float64) string {
 		return "–"
 	}
 	return pyvalue.Repr(*s)
+}
+
+// scoresText is the score before acting, and after the solution where
+// one ran.
+func scoresText(r Result) string {
+	score := scoreText(r.ScoreBefore)
+	if r.ScoreAfter != nil {
+		score += " → " + scoreText(r.ScoreAfter)
+	}
+	return score
 }
 
 func boolText3(b *bool) string {
@@ -135,6 +224,74 @@ func mdCell(s string, limit int) string {
 	return s
 }
 
+// statusMeaning says what each status means (the reports' legends). A
+// switch rather than a map, so that it costs nothing at package init:
+// every drums process links this package, each desktop's session init
+// among them.
+func statusMeaning(status string) string {
+	switch status {
+	case StatusRan:
+		return "setup and observation worked (score before acting computed where the metric is native)"
+	case StatusNeedsFileCache:
+		return "a file of OSWorld's file cache is missing (not run)"
+	case StatusNeedsLiveWeb:
+		return "the task needs internet sites or package mirrors (run offline to show what works)"
+	case StatusMissingApp:
+		return "a program is not installed on the desktop (not run)"
+	case StatusUnsupported:
+		return "a step drums cannot perform (not run)"
+	case StatusFailed:
+		return "setup, observation or the runner failed"
+	}
+	return ""
+}
+
+// domainTotals is one row of the totals per domain.
+type domainTotals struct {
+	Name     string
+	Tasks    int
+	ByStatus []int // in Statuses' order
+	// SetupOK counts setups that ran; ScoreZero, ScorePositive and NoScore
+	// the scores before acting.
+	SetupOK, ScoreZero, ScorePositive, NoScore int
+}
+
+func totalsOf(name string, rs []Result) domainTotals {
+	d := domainTotals{Name: name, Tasks: len(rs)}
+	t := Totals(rs)
+	for _, s := range Statuses {
+		d.ByStatus = append(d.ByStatus, t[s])
+	}
+	for _, x := range rs {
+		if x.SetupOK != nil && *x.SetupOK {
+			d.SetupOK++
+		}
+		switch {
+		case x.ScoreBefore == nil:
+			d.NoScore++
+		case *x.ScoreBefore == 0:
+			d.ScoreZero++
+		default:
+			d.ScorePositive++
+		}
+	}
+	return d
+}
+
+// byDomain groups the results by domain, the domains in name order and
+// each domain's tasks in the report's order.
+func byDomain(rs []Result) (names []string, domains map[string][]Result) {
+	domains = map[string][]Result{}
+	for _, x := range rs {
+		domains[x.Domain] = append(domains[x.Domain], x)
+	}
+	for d := range domains {
+		names = append(names, d)
+	}
+	sort.Strings(names)
+	return names, domains
+}
+
 // WriteMarkdown writes the human report: totals per domain, then one row
 // per task.
 func (r Report) WriteMarkdown(w io.Writer) error {
@@ -146,20 +303,12 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 	if !r.Started.IsZero() {
 		fmt.Fprintf(&b, "Started: %s, took %s, mode: %s\n\n", r.Started.UTC().Format(time.RFC3339), r.Duration.Round(time.Second), r.Mode)
 	}
-	b.WriteString("Statuses: **ran** = setup and observation worked (score before acting computed where the metric is native); " +
-		"**needs-file-cache** = a file of OSWorld's file cache is missing (not run); **needs-live-web** = the task needs " +
-		"internet sites or package mirrors (run offline to show what works); **missing-app** = a program is not installed " +
-		"on the desktop (not run); **unsupported** = a step drums cannot perform (not run); **failed** = setup, observation " +
-		"or the runner failed.\n\n")
-	domains := map[string][]Result{}
-	for _, x := range r.Results {
-		domains[x.Domain] = append(domains[x.Domain], x)
+	var legend []string
+	for _, s := range Statuses {
+		legend = append(legend, "**"+s+"** = "+statusMeaning(s))
 	}
-	names := make([]string, 0, len(domains))
-	for d := range domains {
-		names = append(names, d)
-	}
-	sort.Strings(names)
+	b.WriteString("Statuses: " + strings.Join(legend, "; ") + ".\n\n")
+	names, domains := byDomain(r.Results)
 	b.WriteString("## Totals per domain\n\n| domain | tasks |")
 	for _, s := range Statuses {
 		b.WriteString(" " + s + " |")
@@ -169,41 +318,22 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		b.WriteString("---:|")
 	}
 	b.WriteString("---:|---:|---:|---:|\n")
-	row := func(name string, rs []Result) {
-		t := Totals(rs)
-		setup, zero, pos, none := 0, 0, 0, 0
-		for _, x := range rs {
-			if x.SetupOK != nil && *x.SetupOK {
-				setup++
-			}
-			switch {
-			case x.ScoreBefore == nil:
-				none++
-			case *x.ScoreBefore == 0:
-				zero++
-			default:
-				pos++
-			}
+	row := func(d domainTotals) {
+		fmt.Fprintf(&b, "| %s | %d |", d.Name, d.Tasks)
+		for _, n := range d.ByStatus {
+			fmt.Fprintf(&b, " %d |", n)
 		}
-		fmt.Fprintf(&b, "| %s | %d |", name, len(rs))
-		for _, s := range Statuses {
-			fmt.Fprintf(&b, " %d |", t[s])
-		}
-		fmt.Fprintf(&b, " %d | %d | %d | %d |\n", setup, zero, pos, none)
+		fmt.Fprintf(&b, " %d | %d | %d | %d |\n", d.SetupOK, d.ScoreZero, d.ScorePositive, d.NoScore)
 	}
 	for _, d := range names {
-		row(d, domains[d])
+		row(totalsOf(d, domains[d]))
 	}
-	row("**all**", r.Results)
+	row(totalsOf("**all**", r.Results))
 	b.WriteString("\n## Tasks\n\n| domain | id | status | setup | obs | getters | score before | s | reason |\n|---|---|---|---|---|---|---:|---:|---|\n")
 	for _, d := range names {
 		for _, x := range domains[d] {
-			score := scoreText(x.ScoreBefore)
-			if x.ScoreAfter != nil {
-				score += " → " + scoreText(x.ScoreAfter)
-			}
 			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s | %s | %.1f | %s |\n", x.Domain, x.ID, x.Status,
-				boolText3(x.SetupOK), boolText3(x.ObservationOK), boolText3(x.GettersOK), score, x.Seconds, mdCell(x.Reason, 240))
+				boolText3(x.SetupOK), boolText3(x.ObservationOK), boolText3(x.GettersOK), scoresText(x), x.Seconds, mdCell(x.Reason, 240))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -44,8 +44,9 @@ type Config struct {
 	// Examples is the directory with DOMAIN/ID.json task files.
 	Examples string
 	Cache    FileCache
-	// Files receives screenshots (Files/screenshots) and the files steps
-	// and getters write (Files/work, OSWorld's per-task cache dirs).
+	// Files receives screenshots (Files/screenshots), accessibility trees
+	// (Files/accessibility) and the files steps and getters write
+	// (Files/work, OSWorld's per-task cache dirs).
 	Files         string
 	Parallel      int
 	Width, Height int
@@ -371,6 +372,9 @@ func (r *Runner) episode(ctx context.Context, env *Env, t *Task, res *Result) {
 	res.Observation = obs
 	res.ObservationOK = bptr(obs.OK())
 	ev := env.Evaluate(ctx, t, false)
+	if obs.OK() {
+		ev.Screenshot = r.snapshot(ctx, env, t, ".evaluated.png")
+	}
 	res.Evaluation = &ev
 	res.ScoreBefore = ev.Score
 	if len(ev.Getters) > 0 {
@@ -382,6 +386,9 @@ func (r *Runner) episode(ctx context.Context, env *Env, t *Task, res *Result) {
 			return
 		}
 		after := env.Evaluate(ctx, t, false)
+		if obs.OK() {
+			after.Screenshot = r.snapshot(ctx, env, t, ".solved.png")
+		}
 		res.After = &after
 		res.ScoreAfter = after.Score
 	}
@@ -436,8 +443,8 @@ func (o *Observation) describe() string {
 	return fmt.Sprintf("screenshot %d bytes, accessibility tree %d bytes", o.ScreenshotBytes, o.AccessibilityBytes)
 }
 
-// observe is _get_obs: the screenshot (saved under Out/screenshots) and
-// the accessibility tree.
+// observe is _get_obs: the screenshot and the accessibility tree, both
+// kept under Files for the report.
 func (r *Runner) observe(ctx context.Context, env *Env, t *Task) *Observation {
 	o := &Observation{}
 	img, err := env.Guest.Screenshot(ctx)
@@ -446,20 +453,43 @@ func (r *Runner) observe(ctx context.Context, env *Env, t *Task) *Observation {
 		return o
 	}
 	o.ScreenshotBytes = len(img)
-	if r.cfg.Files != "" {
-		rel := filepath.Join("screenshots", t.Domain, t.ID+".png")
-		p := filepath.Join(r.cfg.Files, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil && os.WriteFile(p, img, 0o644) == nil {
-			o.Screenshot = rel
-		}
-	}
+	o.Screenshot = r.keep(t, "screenshots", ".png", img)
 	tree, err := env.Guest.Accessibility(ctx)
 	if err != nil {
 		o.Error = "accessibility tree: " + err.Error()
 		return o
 	}
 	o.AccessibilityBytes = len(tree)
+	o.Accessibility = r.keep(t, "accessibility", ".xml", []byte(tree))
 	return o
+}
+
+// snapshot keeps a screenshot of the desktop as it is now, for the
+// report; "" when it cannot (the task's result does not depend on it).
+func (r *Runner) snapshot(ctx context.Context, env *Env, t *Task, suffix string) string {
+	if r.cfg.Files == "" {
+		return ""
+	}
+	img, err := env.Guest.Screenshot(ctx)
+	if err != nil {
+		return ""
+	}
+	return r.keep(t, "screenshots", suffix, img)
+}
+
+// keep writes data to Files/kind/DOMAIN/ID+suffix and returns that path
+// relative to Files; "" without Files or when the write fails (the report
+// then says the file was not kept).
+func (r *Runner) keep(t *Task, kind, suffix string, data []byte) string {
+	if r.cfg.Files == "" {
+		return ""
+	}
+	rel := filepath.Join(kind, t.Domain, t.ID+suffix)
+	p := filepath.Join(r.cfg.Files, rel)
+	if os.MkdirAll(filepath.Dir(p), 0o755) != nil || os.WriteFile(p, data, 0o644) != nil {
+		return ""
+	}
+	return rel
 }
 
 // ProbePrograms asks the desktop which of the programs it has on PATH.

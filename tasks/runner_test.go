@@ -111,7 +111,8 @@ func TestRunnerClassifiesAndRuns(t *testing.T) {
 		"os/brokenjson": `{"id": "nope"`,
 	})
 	desks := &fakeDesktops{t: t, have: []string{"gsettings", "google-chrome", "libreoffice"}}
-	r := NewRunner(Config{Examples: dir, Files: t.TempDir(), Parallel: 2, TaskTimeout: time.Minute,
+	files := t.TempDir()
+	r := NewRunner(Config{Examples: dir, Files: files, Parallel: 2, TaskTimeout: time.Minute,
 		Timeouts: Timeouts{Ready: time.Second, Pause: time.Millisecond}}, desks, nil)
 	results, err := r.Run(context.Background(), entries)
 	if err != nil {
@@ -134,8 +135,14 @@ func TestRunnerClassifiesAndRuns(t *testing.T) {
 	if s := got["os/ran"].ScoreBefore; s == nil || *s != 0 || got["os/ran"].SetupOK == nil || !*got["os/ran"].SetupOK || !*got["os/ran"].ObservationOK {
 		t.Errorf("os/ran = %+v", got["os/ran"])
 	}
-	if got["os/ran"].Observation.Screenshot == "" {
-		t.Error("screenshot not saved")
+	// What the report shows of os/ran: the screen after setup and after
+	// the evaluation, and the accessibility tree, as the guest gave them.
+	ran := got["os/ran"]
+	for path, want := range map[string]string{ran.Observation.Screenshot: "\x89PNG\r\n\x1a\nfake",
+		ran.Evaluation.Screenshot: "\x89PNG\r\n\x1a\nfake", ran.Observation.Accessibility: "<desktop-frame/>"} {
+		if b, err := os.ReadFile(filepath.Join(files, path)); path == "" || err != nil || string(b) != want {
+			t.Errorf("os/ran kept %q: %q, %v; want %q", path, b, err, want)
+		}
 	}
 	if got["os/infeasible"].Feasible {
 		t.Errorf("infeasible task marked feasible")
@@ -150,7 +157,7 @@ func TestRunnerClassifiesAndRuns(t *testing.T) {
 		t.Errorf("desktops left leased: %v", desks.leased)
 	}
 
-	rep := Report{Results: results, Mode: "native"}
+	rep := Report{Results: results, Mode: "native", Files: files}
 	out := t.TempDir()
 	if err := rep.WriteFiles(out); err != nil {
 		t.Fatal(err)
@@ -168,6 +175,16 @@ func TestRunnerClassifiesAndRuns(t *testing.T) {
 	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
 	if !strings.Contains(string(md), "| **all** | 9 |") {
 		t.Errorf("report.md totals missing:\n%s", md)
+	}
+	html, _ := os.ReadFile(filepath.Join(out, ReportHTML))
+	page := parseXHTML(t, html)
+	if page.count["article"] != len(entries) || len(page.attrs["img src"]) == 0 {
+		t.Errorf("report.html: %d articles, screenshots %q", page.count["article"], page.attrs["img src"])
+	}
+	for _, src := range page.attrs["img src"] {
+		if _, err := os.Stat(filepath.Join(out, filepath.FromSlash(src))); err != nil {
+			t.Errorf("report.html links a screenshot that is not there: %s", src)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,7 +154,8 @@ func TestTier1BuiltinTasksThroughDaemon(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	r := NewRunner(Config{Files: t.TempDir(), Parallel: 2, Width: 1280, Height: 800, TaskTimeout: 5 * time.Minute, Settle: time.Second},
+	files := t.TempDir()
+	r := NewRunner(Config{Files: files, Parallel: 2, Width: 1280, Height: 800, TaskTimeout: 5 * time.Minute, Settle: time.Second},
 		&ProviderDesktops{Client: c, LeaseSeconds: 1200}, nil)
 	results, err := r.RunTasks(ctx, builtin)
 	if err != nil {
@@ -165,6 +167,56 @@ func TestTier1BuiltinTasksThroughDaemon(t *testing.T) {
 			if res.After != nil {
 				t.Logf("%s evaluation after: %+v", res.ID, *res.After)
 			}
+		}
+	}
+	checkKeptFiles(t, files, results)
+}
+
+// checkKeptFiles: every task that ran kept its three screenshots (after
+// setup, after the evaluation, after the solution), PNGs of the desktop's
+// size, and its accessibility tree; the report's page links each.
+func checkKeptFiles(t *testing.T, files string, results []Result) {
+	t.Helper()
+	out := t.TempDir()
+	if err := (Report{Results: results, Mode: "native", Files: files}).WriteFiles(out); err != nil {
+		t.Fatal(err)
+	}
+	html, err := os.ReadFile(filepath.Join(out, ReportHTML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := parseXHTML(t, html)
+	linked := map[string]bool{}
+	for _, src := range page.files() {
+		linked[filepath.Join(out, filepath.FromSlash(src))] = true
+	}
+	for _, res := range results {
+		if res.Observation == nil || res.Evaluation == nil || res.After == nil {
+			t.Errorf("%s: no observation or evaluations", res.ID)
+			continue
+		}
+		for _, shot := range []string{res.Observation.Screenshot, res.Evaluation.Screenshot, res.After.Screenshot} {
+			p := filepath.Join(files, shot)
+			f, err := os.Open(p)
+			if shot == "" || err != nil {
+				t.Errorf("%s: screenshot %q not kept: %v", res.ID, shot, err)
+				continue
+			}
+			cfg, err := png.DecodeConfig(f)
+			f.Close()
+			if err != nil || cfg.Width != 1280 || cfg.Height != 800 {
+				t.Errorf("%s: %s is %dx%d (%v), want a 1280x800 PNG", res.ID, shot, cfg.Width, cfg.Height, err)
+			}
+			if !linked[p] {
+				t.Errorf("%s: report.html does not link %s", res.ID, shot)
+			}
+		}
+		tree, err := os.ReadFile(filepath.Join(files, res.Observation.Accessibility))
+		if res.Observation.Accessibility == "" || err != nil || len(tree) != res.Observation.AccessibilityBytes || !strings.Contains(string(tree), "<desktop-frame") {
+			t.Errorf("%s: accessibility tree %q not kept whole (%d of %d bytes): %v", res.ID, res.Observation.Accessibility, len(tree), res.Observation.AccessibilityBytes, err)
+		}
+		if !linked[filepath.Join(files, res.Observation.Accessibility)] {
+			t.Errorf("%s: report.html does not link its accessibility tree", res.ID)
 		}
 	}
 }

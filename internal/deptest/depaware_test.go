@@ -73,17 +73,41 @@ func TestThinBinaries(t *testing.T) {
 	}
 }
 
+// TestNoTextTemplate: no binary links text/template (html/template is
+// built on it). Its method lookup by name at run time (reflect's
+// MethodByName) keeps every exported method of every reachable type in
+// the binary: html/template made drums 3.4 MB larger, and parsing a
+// template at init costs every process that links it
+// (bench/results/binaries.md).
+func TestNoTextTemplate(t *testing.T) {
+	for _, bin := range binaries {
+		deps, err := listDeps("./cmd/"+bin, "{{.ImportPath}}")
+		if err != nil {
+			t.Fatalf("go list ./cmd/%s: %v", bin, err)
+		}
+		if slices.Contains(deps, "text/template") {
+			t.Errorf("cmd/%s links text/template; write the text with fmt instead", bin)
+		}
+	}
+}
+
 // nonStandardDeps lists, sorted, the packages outside the standard library
 // that pkg is built from (itself included), for the target make build has.
 func nonStandardDeps(pkg string) ([]string, error) {
-	cmd := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pkg)
+	deps, err := listDeps(pkg, "{{if not .Standard}}{{.ImportPath}}{{end}}")
+	sort.Strings(deps)
+	return deps, err
+}
+
+// listDeps is go list -deps -f format of pkg, one field per package, for
+// the target make build has.
+func listDeps(pkg, format string) ([]string, error) {
+	cmd := exec.Command("go", "list", "-deps", "-f", format, pkg)
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0")
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, err
 	}
-	deps := strings.Fields(string(out))
-	sort.Strings(deps)
-	return deps, nil
+	return strings.Fields(string(out)), nil
 }

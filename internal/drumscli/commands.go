@@ -40,6 +40,7 @@ func commands() []command {
 			subs: []command{
 				{name: "run", run: leaf(parseTasksRun, runTasksRun)},
 				{name: "list", run: leaf(parseTasksList, runTasksList)},
+				{name: "report", run: leaf(parseTasksReport, runTasksReport)},
 			}}},
 
 		// Hidden: drums image run re-executes drums as this (a desktop's

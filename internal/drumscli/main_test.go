@@ -166,7 +166,7 @@ var helpPaths = [][]string{
 	{"compat"}, {"image"}, {"image", "build"}, {"image", "import"}, {"image", "ls"}, {"image", "inspect"}, {"image", "check"},
 	{"image", "rm"}, {"image", "run"}, {"run"}, {"serve"}, {"session"}, {"session", "create"}, {"session", "ls"},
 	{"session", "rm"}, {"session", "reset"}, {"session", "exec"}, {"session", "shell"}, {"session", "screenshot"},
-	{"session", "plan"}, {"sweep"}, {"tasks"}, {"tasks", "run"}, {"tasks", "list"},
+	{"session", "plan"}, {"sweep"}, {"tasks"}, {"tasks", "run"}, {"tasks", "list"}, {"tasks", "report"},
 }
 
 // Every command's --help, for review: testdata/help.golden (-update
@@ -227,6 +227,8 @@ func TestBadCommandLine(t *testing.T) {
 		{[]string{"tasks", "run"}, "", "drums tasks: no suite: give --suite FILE (or set DRUMS_OSWORLD), or --builtin"},
 		{[]string{"tasks", "run", "--builtin", "--via-python"}, "", "drums tasks: --via-python runs suite tasks, not --builtin"},
 		{[]string{"tasks", "list"}, "", "drums tasks: no suite: give --suite FILE (or set DRUMS_OSWORLD), or --builtin"},
+		{[]string{"tasks", "report", "dir"}, "", "drums tasks: say which report to write: --html (see drums tasks report --help)"},
+		{[]string{"tasks", "report", "--html"}, "", `drums tasks: want one report directory, got [] (see drums tasks report --help)`},
 		{[]string{"run", "extra"}, "", `drums run: unexpected arguments ["extra"] (see drums run --help)`},
 		{[]string{"run", "--desktops", "0"}, "", "drums run: --desktops 0: must be at least 1"},
 		{[]string{"run", "--timeout", "soon"}, `invalid value "soon" for flag -timeout: parse error`, `drums run: invalid value "soon" for flag -timeout: parse error`},
@@ -264,6 +266,8 @@ func TestFailure(t *testing.T) {
 		{[]string{"tasks", "list", "--suite", filepath.Join(dir, "none.json")}, ""},
 		{[]string{"tasks", "list", "--builtin", "--hf-mirror", filepath.Join(dir, "nomirror")},
 			"drums tasks: open file-cache mirror: stat " + filepath.Join(dir, "nomirror") + ": no such file or directory\n"},
+		{[]string{"tasks", "report", "--html", dir},
+			"drums tasks: read report: open " + filepath.Join(dir, "report.json") + ": no such file or directory\n"},
 	} {
 		r := drums(t, c.args...)
 		if r.status != 1 || r.stdout != "" || c.stderr != "" && r.stderr != c.stderr || !strings.HasPrefix(r.stderr, "drums "+c.args[0]+": ") {
@@ -299,6 +303,36 @@ func TestOutput(t *testing.T) {
 	text := drums(t, "tasks", "list", "--builtin")
 	if text.status != 0 || strings.Count(text.stdout, "\n  apps: ") != len(lines) {
 		t.Errorf("tasks list --builtin: %+v", text)
+	}
+
+	// tasks report --html rebuilds report.html from report.json alone.
+	dir := t.TempDir()
+	rows := `[{"domain": "os", "id": "a", "status": "ran", "seconds": 1.5, "observation": {"screenshot_bytes": 3, "screenshot": "screenshots/os/a.png"}}]`
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := result{0, "report: " + filepath.Join(dir, "report.html") + " (1 tasks)\n", ""}
+	if r := drums(t, "tasks", "report", "--html", dir); r != want {
+		t.Errorf("tasks report --html: %+v, want %+v", r, want)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil || !strings.Contains(string(html), `<article id="t-os-a">`) || !strings.Contains(string(html), "screenshot not kept") {
+		t.Errorf("report.html: %v\n%s", err, html)
+	}
+	// With --files where the screenshot is, the page links it.
+	files := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(files, "screenshots", "os"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(files, "screenshots", "os", "a.png"), []byte("png"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := drums(t, "tasks", "report", "--html", "--files", files, dir); r != want {
+		t.Errorf("tasks report --html --files: %+v, want %+v", r, want)
+	}
+	link, _ := filepath.Rel(dir, filepath.Join(files, "screenshots", "os", "a.png"))
+	if html, _ := os.ReadFile(filepath.Join(dir, "report.html")); !strings.Contains(string(html), `<img src="`+link+`"`) {
+		t.Errorf("report.html with --files lacks <img src=%q>:\n%s", link, html)
 	}
 }
 

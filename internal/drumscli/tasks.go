@@ -24,8 +24,9 @@ import (
 const tasksUsage = `Usage: drums tasks COMMAND [flags]
 
 Commands:
-  run    run a suite (or the built-in tasks) on leased desktops and write the report
-  list   show each task's requirements (apps, file cache, live web, services); no desktop needed
+  run     run a suite (or the built-in tasks) on leased desktops and write the report
+  list    show each task's requirements (apps, file cache, live web, services); no desktop needed
+  report  write a run's report again from its report.json (--html: report.html)
 
 Run 'drums tasks COMMAND --help' for a command's flags.
 `
@@ -162,8 +163,10 @@ observation (screenshot and accessibility tree), then its evaluation before
 any action (the score an agent that does nothing gets). Tasks whose
 programs are missing, whose file-cache files are absent or whose steps drums
 cannot perform are classified without running; tasks that need the internet
-are run offline and reported as needs-live-web. Writes report.json and
-report.md to --out, screenshots and fetched files to --files.
+are run offline and reported as needs-live-web. Writes report.json,
+run.json, report.md and report.html (the screenshots, accessibility trees
+and timing of each task, a chart of the totals) to --out, screenshots,
+accessibility trees and fetched files to --files.
 
   drums tasks run --suite ~/OSWorld/evaluation_examples/test_nogdrive.json --out report --parallel 3
   drums tasks run --domain os --id 94d95f96 --out /tmp/r
@@ -180,8 +183,8 @@ Flags:
 		fs.PrintDefaults()
 	}
 	cfg.Suite.register(fs)
-	fs.StringVar(&cfg.Out, "out", cfg.Out, "directory for report.json and report.md")
-	fs.StringVar(&cfg.Files, "files", "", "directory for screenshots/, work/ (files steps and getters write) and logs (default: --out)")
+	fs.StringVar(&cfg.Out, "out", cfg.Out, "directory for report.json, run.json, report.md and report.html")
+	fs.StringVar(&cfg.Files, "files", "", "directory for screenshots/, accessibility/, work/ (files steps and getters write) and logs (default: --out)")
 	fs.IntVar(&cfg.Parallel, "parallel", cfg.Parallel, "desktops used at once")
 	fs.StringVar(&cfg.Socket, "socket", client.DefaultSocketPath(), "the daemon's unix socket (default $DRUMS_SOCKET, else /run/drums/drums.sock)")
 	fs.BoolVar(&cfg.StartDaemon, "start-daemon", cfg.StartDaemon, "start `drums serve` (and stop it at the end) when no daemon answers")
@@ -280,7 +283,7 @@ func runTasksRun(ctx context.Context, cfg tasksRunConfig, s stdio) error {
 		return err
 	}
 	rep := tasks.Report{Results: results, Started: start, Duration: time.Since(start), Mode: "native",
-		Command: "drums tasks run " + strings.Join(cfg.Args, " ")}
+		Command: "drums tasks run " + strings.Join(cfg.Args, " "), Files: files}
 	if cfg.ViaPython {
 		rep.Mode = "osworld"
 	}
@@ -292,9 +295,66 @@ func runTasksRun(ctx context.Context, cfg tasksRunConfig, s stdio) error {
 	for _, st := range tasks.Statuses {
 		parts = append(parts, fmt.Sprintf("%s %d", st, t[st]))
 	}
-	fmt.Fprintf(s.out, "%d tasks in %s: %s\nreport: %s, %s\n", len(results), time.Since(start).Round(time.Second),
-		strings.Join(parts, ", "), filepath.Join(out, "report.md"), filepath.Join(out, "report.json"))
+	fmt.Fprintf(s.out, "%d tasks in %s: %s\nreport: %s (screenshots, accessibility trees, timing), %s, %s\n", len(results),
+		time.Since(start).Round(time.Second), strings.Join(parts, ", "),
+		filepath.Join(out, tasks.ReportHTML), filepath.Join(out, tasks.ReportMD), filepath.Join(out, tasks.ReportJSON))
 	return ctx.Err()
+}
+
+// tasksReportConfig is the configuration of `drums tasks report`.
+type tasksReportConfig struct {
+	Dir   string
+	Files string
+	HTML  bool
+}
+
+func parseTasksReport(args []string, stderr io.Writer) (tasksReportConfig, error) {
+	var cfg tasksReportConfig
+	fs := newFlags("tasks report", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: drums tasks report --html [flags] DIR
+
+Writes DIR/report.html again from DIR/report.json (and DIR/run.json, where
+the run wrote one: its command, start, duration and files directory), as
+drums tasks run writes it: for a report kept from an earlier run, or after
+its screenshots were copied next to it. Screenshots and accessibility
+trees are linked relative to DIR; those not on disk are shown as not kept.
+
+  drums tasks report --html tasks/report
+  drums tasks report --html --files /tmp/drums-tasks /tmp/r
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	fs.BoolVar(&cfg.HTML, "html", false, "write report.html (the one format this rebuilds so far)")
+	fs.StringVar(&cfg.Files, "files", "", "the directory the run kept screenshots/ and accessibility/ in (default: run.json's, else DIR)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() != 1 {
+		return cfg, fmt.Errorf("want one report directory, got %q (see drums tasks report --help)", fs.Args())
+	}
+	if !cfg.HTML {
+		return cfg, errors.New("say which report to write: --html (see drums tasks report --help)")
+	}
+	cfg.Dir = fs.Arg(0)
+	return cfg, nil
+}
+
+func runTasksReport(_ context.Context, cfg tasksReportConfig, s stdio) error {
+	rep, err := tasks.ReadReport(cfg.Dir)
+	if err != nil {
+		return err
+	}
+	if cfg.Files != "" {
+		rep.Files = cfg.Files
+	}
+	if err := rep.WriteHTMLFile(cfg.Dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "report: %s (%d tasks)\n", filepath.Join(cfg.Dir, tasks.ReportHTML), len(rep.Results))
+	return nil
 }
 
 // defaultProviderPython finds provider/python next to the binary's

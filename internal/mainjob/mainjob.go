@@ -93,8 +93,8 @@ func Run(ctx context.Context, cfg Config, host Host) error {
 		return err
 	}
 	bad := printTables(host.Stdout, episodes, results)
-	fmt.Fprintf(host.Stdout, "\nscreenshots: %s/episodes/<desktop>/ and %s/builtin/screenshots/\nbuilt-in report: %s\ntotal: %s\n",
-		out, out, filepath.Join(out, "builtin", "report.md"), time.Since(total).Round(100*time.Millisecond))
+	fmt.Fprintf(host.Stdout, "\nscreenshots: %s/episodes/<desktop>/ and %s/builtin/screenshots/\nbuilt-in report: %s (screenshots, accessibility trees, timing), %s\ntotal: %s\n",
+		out, out, filepath.Join(out, "builtin", tasks.ReportHTML), filepath.Join(out, "builtin", tasks.ReportMD), time.Since(total).Round(100*time.Millisecond))
 	if bad > 0 {
 		return fmt.Errorf("%d episodes or built-in tasks did not score 0 before and 1 after", bad)
 	}
