@@ -3,6 +3,7 @@ package images
 import (
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Application settings the OSWorld recipes give the desktop so that a fresh
@@ -22,7 +23,12 @@ const (
 // its module's section, [core] last as VLC writes it (a task's setup
 // appends core options to the end of the file). Options left out take
 // VLC's defaults, which the vlc checkers also assume when a key is absent.
-var vlcrc = strings.NewReplacer("@PORT@", strconv.Itoa(VLCHTTPPort), "@PASSWORD@", VLCHTTPPassword).Replace(`###
+var vlcrc = sync.OnceValue(func() string {
+	return strings.NewReplacer("@PORT@", strconv.Itoa(VLCHTTPPort), "@PASSWORD@", VLCHTTPPassword).Replace(vlcrcTemplate)
+})
+
+// vlcrcTemplate is vlcrc before its port and password are filled in.
+const vlcrcTemplate = `###
 ### vlcrc: VLC's configuration, as an OSWorld guest has it (written by drums)
 ###
 
@@ -47,7 +53,7 @@ extraintf=http
 
 # HTTP server port (integer)
 http-port=@PORT@
-`)
+`
 
 // VideoDefault is Ubuntu's default video player: GNOME Videos (Totem).
 // OSWorld's get_default_video_player asks `xdg-mime query default video/X`

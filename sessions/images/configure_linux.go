@@ -270,7 +270,7 @@ func (t tree) home() error {
 	if err := t.writeFile(filepath.Join(home, ".config/libreoffice/4/user/registrymodifications.xcu"), []byte(libreofficeSettings), 0o644, uid, gid); err != nil {
 		return err
 	}
-	return t.writeFile(filepath.Join(home, ".config/vlc/vlcrc"), []byte(vlcrc), 0o644, uid, gid)
+	return t.writeFile(filepath.Join(home, ".config/vlc/vlcrc"), []byte(vlcrc()), 0o644, uid, gid)
 }
 
 // dconfDefaults turn accessibility on for GNOME settings readers.

@@ -281,7 +281,7 @@ type ociIndex struct {
 func ociLayers(dir string) ([]string, error) {
 	blob := func(digest string) (string, error) {
 		algo, hexsum, ok := strings.Cut(digest, ":")
-		if !ok || algo != "sha256" || !idRE.MatchString(hexsum) {
+		if !ok || algo != "sha256" || !idRE().MatchString(hexsum) {
 			return "", fmt.Errorf("digest %q: want sha256:<64 hex>: %w", digest, ErrBadRequest)
 		}
 		return filepath.Join(dir, "blobs", "sha256", hexsum), nil

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -82,9 +83,11 @@ func (im *Image) LayerDir() string { return fmt.Sprintf("layer-v%d", layerVersio
 // ShortID is the id's first 12 hex digits, as listings show it.
 func (im *Image) ShortID() string { return im.ID[:12] }
 
+// nameRE and idRE are compiled at first use: every desktop's init links
+// this package, and what a package builds at start-up is heap in each.
 var (
-	nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
-	idRE   = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`) })
+	idRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
 )
 
 // CheckName says whether name can name an image: lower-case letters,
@@ -92,7 +95,7 @@ var (
 // most 63 characters. Every way a name enters drums (CLI, daemon API,
 // environment) checks it here.
 func CheckName(name string) error {
-	if !nameRE.MatchString(name) || strings.Contains(name, "..") {
+	if !nameRE().MatchString(name) || strings.Contains(name, "..") {
 		return fmt.Errorf("image name %q: want lower-case letters, digits, '.', '-' and '_', starting with a letter or digit, at most 63: %w", name, ErrBadRequest)
 	}
 	return nil
@@ -145,9 +148,9 @@ func (s *Store) resolve(ref string) (string, error) {
 	if ref == "" {
 		return "", fmt.Errorf("empty image name: %w", ErrBadRequest)
 	}
-	if target, err := os.Readlink(s.namePath(ref)); err == nil && nameRE.MatchString(ref) {
+	if target, err := os.Readlink(s.namePath(ref)); err == nil && nameRE().MatchString(ref) {
 		id := filepath.Base(target)
-		if !idRE.MatchString(id) {
+		if !idRE().MatchString(id) {
 			return "", fmt.Errorf("image name %s points at %q, not an image: %w", ref, target, ErrNotFound)
 		}
 		return id, nil
@@ -167,7 +170,7 @@ func (s *Store) resolve(ref string) (string, error) {
 		case 1:
 			return match[0], nil
 		case 0:
-			if !nameRE.MatchString(ref) {
+			if !nameRE().MatchString(ref) {
 				return "", fmt.Errorf("no image with id %s in %s: %w", ref, s.dir, ErrNotFound)
 			}
 		default:
@@ -187,7 +190,7 @@ func (s *Store) ids() ([]string, error) {
 	}
 	var ids []string
 	for _, e := range entries {
-		if e.IsDir() && idRE.MatchString(e.Name()) {
+		if e.IsDir() && idRE().MatchString(e.Name()) {
 			ids = append(ids, e.Name())
 		}
 	}
@@ -339,7 +342,7 @@ func (s *Store) setName(name, id string) error {
 		os.Remove(tmp)
 		return fmt.Errorf("name image %s: %w", name, err)
 	}
-	if prev = filepath.Base(prev); prev == id || !idRE.MatchString(prev) {
+	if prev = filepath.Base(prev); prev == id || !idRE().MatchString(prev) {
 		return nil
 	}
 	return s.dropUnnamed(prev)
