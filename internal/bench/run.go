@@ -106,45 +106,37 @@ func Run(ctx context.Context, cfg Config, host Host) (*Report, error) {
 		}
 		rep.Sessions = s
 	}
-	latency, steps := slices.Contains(cfg.Parts, PartLatency), slices.Contains(cfg.Parts, PartSteps)
-	if latency || steps {
-		n := 1
-		if steps {
-			n = slices.Max(cfg.StepDesktops)
-		}
-		desks, err := bringUp(ctx, host, n, say)
-		defer func() {
-			for _, d := range desks {
-				if err := d.Close(); err != nil {
-					say("%v", err)
-				}
-			}
-		}()
+	// Desktops come up as a part needs them: the latency part runs with
+	// one up, each step loop with only as many as it steps on, so that no
+	// idle desktop (upstream's reloader polls its files every second)
+	// takes from what is measured.
+	pool := &desktops{host: host, say: say}
+	defer pool.close()
+	if slices.Contains(cfg.Parts, PartLatency) {
+		desks, err := pool.grow(ctx, 1)
 		if err != nil {
 			return nil, err
 		}
-		if latency {
-			say("latency: %d benchmarks, %d timed requests per server after %d untimed, on one desktop", len(cfg.Latency), cfg.LatencyN, cfg.LatencyWarmup)
-			l, err := compat.Bench(ctx, desks[0], cfg.Latency, compat.BenchOptions{N: cfg.LatencyN, Warmup: cfg.LatencyWarmup, Progress: host.Stdout})
-			if err != nil {
-				return nil, fmt.Errorf("latency: %w", err)
-			}
-			l.Command, l.Desktop = cfg.Command, desks[0].Describe()
-			rep.Latency = l
+		say("latency: %d benchmarks, %d timed requests per server after %d untimed, on one desktop", len(cfg.Latency), cfg.LatencyN, cfg.LatencyWarmup)
+		l, err := compat.Bench(ctx, desks[0], cfg.Latency, compat.BenchOptions{N: cfg.LatencyN, Warmup: cfg.LatencyWarmup, Progress: host.Stdout})
+		if err != nil {
+			return nil, fmt.Errorf("latency: %w", err)
 		}
-		if steps {
-			d := &StepLoopDescription{Loop: cfg.StepDuration.Seconds(), Rounds: cfg.Rounds, Requests: describeSteps(DefaultSteps()), Setup: "nothing open"}
-			if b := cfg.StepSetup; b != nil {
-				d.Setup = fmt.Sprintf("%s, readied by the setup of the latency benchmark %s", b.Doc, b.Name)
-			}
-			d.begin()
-			s, err := runSteps(ctx, desks, cfg, host.Stdout, say)
-			if err != nil {
-				return nil, fmt.Errorf("step loop: %w", err)
-			}
-			d.end()
-			rep.Steps, rep.StepLoop = s, d
+		l.Command, l.Desktop = cfg.Command, desks[0].Describe()
+		rep.Latency = l
+	}
+	if slices.Contains(cfg.Parts, PartSteps) {
+		d := &StepLoopDescription{Loop: cfg.StepDuration.Seconds(), Rounds: cfg.Rounds, Requests: describeSteps(DefaultSteps()), Setup: "nothing open"}
+		if b := cfg.StepSetup; b != nil {
+			d.Setup = fmt.Sprintf("%s, readied by the setup of the latency benchmark %s", b.Doc, b.Name)
 		}
+		d.begin()
+		s, err := runSteps(ctx, pool, cfg, host.Stdout, say)
+		if err != nil {
+			return nil, fmt.Errorf("step loop: %w", err)
+		}
+		d.end()
+		rep.Steps, rep.StepLoop = s, d
 	}
 	rep.LoadEnd = compat.LoadAverages(3)
 	if err := rep.Write(cfg.Out); err != nil {
@@ -153,44 +145,68 @@ func Run(ctx context.Context, cfg Config, host Host) (*Report, error) {
 	return rep, nil
 }
 
-// bringUp brings up n desktops, desktopParallel at a time. On failure it
-// returns the ones that came up, for the caller to close, with the error.
-func bringUp(ctx context.Context, host Host, n int, say func(string, ...any)) ([]Desktop, error) {
-	say("bringing up %s for the latency and step parts (%d at a time)", plural(n, "desktop"), desktopParallel)
+// desktops are the desktops of the latency and step parts, brought up as
+// they are needed.
+type desktops struct {
+	host  Host
+	say   func(string, ...any)
+	desks []Desktop
+	ready int // how many the step loop has readied and warmed
+}
+
+// grow brings up desktops, desktopParallel at a time, until there are n,
+// and returns the first n. A desktop that came up stays for close, even
+// when another failed.
+func (p *desktops) grow(ctx context.Context, n int) ([]Desktop, error) {
+	more := n - len(p.desks)
+	if more <= 0 {
+		return p.desks[:n], nil
+	}
+	p.say("bringing up %s (%d at a time)", plural(more, "desktop"), desktopParallel)
 	start := time.Now()
 	var mu sync.Mutex
-	var desks []Desktop
 	var errs []error
 	sem := make(chan struct{}, desktopParallel)
 	var wg sync.WaitGroup
-	for range n {
+	for range more {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			d, err := host.Desktop(ctx)
+			d, err := p.host.Desktop(ctx)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				errs = append(errs, err)
 				return
 			}
-			desks = append(desks, d)
+			p.desks = append(p.desks, d)
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return desks, fmt.Errorf("bring up the step desktops: %w", err)
+		return nil, fmt.Errorf("bring up a desktop: %w", err)
 	}
-	say("%s up in %.1f s", plural(n, "desktop"), time.Since(start).Seconds())
-	return desks, nil
+	p.say("%s up in %.1f s", plural(more, "desktop"), time.Since(start).Seconds())
+	return p.desks[:n], nil
+}
+
+// close removes every desktop that came up.
+func (p *desktops) close() {
+	for _, d := range p.desks {
+		if err := d.Close(); err != nil {
+			p.say("%v", err)
+		}
+	}
+	p.desks = nil
 }
 
 // runSteps runs the step loop on the first n desktops for each n of
 // cfg.StepDesktops, each server cfg.Rounds times, alternating which goes
-// first.
-func runSteps(ctx context.Context, desks []Desktop, cfg Config, out io.Writer, say func(string, ...any)) ([]StepRow, error) {
+// first. Before its first loop a desktop is readied (cfg.StepSetup) and
+// takes one untimed step against each server.
+func runSteps(ctx context.Context, pool *desktops, cfg Config, out io.Writer, say func(string, ...any)) ([]StepRow, error) {
 	steps := DefaultSteps()
 	var order []string
 	for _, s := range steps {
@@ -200,17 +216,24 @@ func runSteps(ctx context.Context, desks []Desktop, cfg Config, out io.Writer, s
 	if cfg.Upstream == "" {
 		servers = servers[:1]
 	}
-	if b := cfg.StepSetup; b != nil {
-		say("step loop: readying %s as %s's setup does", plural(len(desks), "desktop"), b.Name)
-		if err := prepare(ctx, desks, b); err != nil {
-			return nil, err
-		}
-	}
-	if err := warm(ctx, desks, servers, steps); err != nil {
-		return nil, err
-	}
 	var rows []StepRow
 	for _, n := range cfg.StepDesktops {
+		desks, err := pool.grow(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		if fresh := desks[min(pool.ready, n):]; len(fresh) > 0 {
+			if b := cfg.StepSetup; b != nil {
+				say("step loop: readying %s as %s's setup does", plural(len(fresh), "desktop"), b.Name)
+				if err := prepare(ctx, fresh, b); err != nil {
+					return nil, err
+				}
+			}
+			if err := warm(ctx, fresh, servers, steps); err != nil {
+				return nil, err
+			}
+			pool.ready = max(pool.ready, n)
+		}
 		say("step loop: %s, %s per loop, %d rounds of %v", plural(n, "desktop"), cfg.StepDuration, cfg.Rounds, servers)
 		sums := map[compat.Server]*LoopResult{}
 		loads := map[compat.Server][2]string{}
@@ -218,7 +241,7 @@ func runSteps(ctx context.Context, desks []Desktop, cfg Config, out io.Writer, s
 			for k := range servers {
 				s := servers[(round+k)%len(servers)]
 				var targets []Target
-				for _, d := range desks[:n] {
+				for _, d := range desks {
 					targets = append(targets, Target{URL: d.URL(s), CPU: d.CPU})
 				}
 				before := compat.LoadAverages(1)
