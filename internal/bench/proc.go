@@ -246,3 +246,40 @@ func meminfoField(text, key string) (int64, bool) {
 	}
 	return 0, false
 }
+
+// HostCPU is the host's CPU time so far, all CPUs together, from the
+// first line of /proc/stat.
+type HostCPU struct {
+	// Busy is user, nice, system, irq and softirq time; IOWait and Steal
+	// are idle time waiting for I/O and time the hypervisor gave to
+	// others; Total is everything, idle included.
+	Busy, IOWait, Steal, Total time.Duration
+}
+
+// hostCPU reads the host's CPU time.
+func (p procfs) hostCPU() (HostCPU, error) {
+	data, err := os.ReadFile(filepath.Join(p.root, "stat"))
+	if err != nil {
+		return HostCPU{}, fmt.Errorf("read host cpu time: %w", err)
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return HostCPU{}, fmt.Errorf("parse %s/stat: first line %q", p.root, line)
+	}
+	var v [8]time.Duration // user nice system idle iowait irq softirq steal
+	for i := range v {
+		n, err := strconv.ParseUint(f[i+1], 10, 64)
+		if err != nil {
+			return HostCPU{}, fmt.Errorf("parse %s/stat: %w", p.root, err)
+		}
+		v[i] = time.Duration(n) * time.Second / userHZ
+	}
+	h := HostCPU{Busy: v[0] + v[1] + v[2] + v[5] + v[6], IOWait: v[4], Steal: v[7]}
+	h.Total = h.Busy + v[3] + h.IOWait + h.Steal
+	return h, nil
+}
+
+func (h HostCPU) sub(b HostCPU) HostCPU {
+	return HostCPU{Busy: h.Busy - b.Busy, IOWait: h.IOWait - b.IOWait, Steal: h.Steal - b.Steal, Total: h.Total - b.Total}
+}

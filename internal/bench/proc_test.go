@@ -23,6 +23,7 @@ func newFakeHost(t *testing.T) *fakeHost {
 	h := &fakeHost{t: t, proc: filepath.Join(dir, "proc"), cgroup: sessions.CgroupPlan{Version: 1, Dirs: map[string]string{
 		"pids": filepath.Join(dir, "pids", "s"), "cpuacct": filepath.Join(dir, "cpuacct", "s"), "memory": filepath.Join(dir, "memory", "s")}}}
 	h.write(filepath.Join(h.proc, "meminfo"), "MemTotal:       24000000 kB\nMemAvailable:   20000000 kB\n")
+	h.write(filepath.Join(h.proc, "stat"), "cpu  100 10 50 1000 30 5 5 20 0 0\n")
 	return h
 }
 
@@ -127,6 +128,22 @@ func TestCgroupV2AndErrors(t *testing.T) {
 	if _, err := cgroupDir(sessions.CgroupPlan{Version: 1, Dirs: map[string]string{"memory": dir}}, "cpuacct"); err == nil ||
 		!strings.Contains(err.Error(), "no cgroup of the cpuacct controller") {
 		t.Errorf("no cpuacct: %v", err)
+	}
+}
+
+func TestHostCPU(t *testing.T) {
+	h := newFakeHost(t)
+	h.write(filepath.Join(h.proc, "stat"), "cpu  100 10 50 1000 30 5 5 20 0 0\ncpu0 50 5 25 500 15 2 3 10 0 0\nintr 1\n")
+	got, err := procfs{h.proc}.hostCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (HostCPU{Busy: 1700 * time.Millisecond, IOWait: 300 * time.Millisecond, Steal: 200 * time.Millisecond, Total: 12200 * time.Millisecond}); got != want {
+		t.Errorf("host cpu %+v, want %+v", got, want)
+	}
+	h.write(filepath.Join(h.proc, "stat"), "intr 1\n")
+	if _, err := (procfs{h.proc}).hostCPU(); err == nil {
+		t.Error("a stat without the cpu line parsed")
 	}
 }
 

@@ -196,6 +196,16 @@ func (r *Report) stepsMarkdown(b *strings.Builder) {
 		}
 		b.WriteString("\n")
 	}
+	if r.Steps[0].Host != nil {
+		b.WriteString("\nThe host's CPU time over the loops (all CPUs, from /proc/stat; others: busy time not charged to the desktops' cgroups or the client, which is the kernel's work charged to no process and the machine's other users):\n\n")
+		b.WriteString("| server | desktops | desktops' processes | client | others | I/O wait | steal | idle |\n|---|---|---|---|---|---|---|---|\n")
+		for _, s := range r.Steps {
+			if h := s.Host; h != nil {
+				fmt.Fprintf(b, "| %s | %d | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %.0f%% |\n", serverName(s.Server), s.Desktops,
+					100*h.Desktops, 100*h.Client, 100*h.Others, 100*h.IOWait, 100*h.Steal, 100*h.Idle)
+			}
+		}
+	}
 	if !r.Steps[0].CPUMeasured {
 		return
 	}

@@ -49,7 +49,8 @@ func sampleReport() *Report {
 		Steps: []StepRow{
 			{Server: "guestd", Desktops: 1, Loops: 2, Seconds: 10, Steps: 600, StepsPerSecond: 60, PerDesktop: 60, SlowestDesktop: 60, FastestDesktop: 60,
 				Step: stats(16*ms, 25*ms), Requests: req(1*ms, 4*ms, 11*ms), CPUPerStep: 15 * ms, ClientPerStep: 2 * ms, CPUMeasured: true,
-				Procs: []ProcRow{{"guestd", 9 * ms}, {"gnome-terminal-", 4 * ms}, {"Xvfb", 2 * ms}}, LoadBefore: "1.0", LoadAfter: "1.5"},
+				Procs: []ProcRow{{"guestd", 9 * ms}, {"gnome-terminal-", 4 * ms}, {"Xvfb", 2 * ms}}, LoadBefore: "1.0", LoadAfter: "1.5",
+				Host: &HostShare{Desktops: 0.45, Client: 0.05, Others: 0.1, IOWait: 0.05, Steal: 0.01, Idle: 0.34}},
 			{Server: "upstream", Desktops: 1, Loops: 2, Seconds: 10, Steps: 16, Errors: 1, FirstError: "GET /accessibility: status 500 | boom",
 				StepsPerSecond: 1.6, PerDesktop: 1.6, SlowestDesktop: 1.6, FastestDesktop: 1.6,
 				Step: stats(600*ms, 900*ms), Requests: req(160*ms, 200*ms, 220*ms), CPUPerStep: 420 * ms, ClientPerStep: 3 * ms, CPUMeasured: true,
@@ -86,7 +87,8 @@ func TestEveryPanelHasItsProvenance(t *testing.T) {
 		}
 	}
 	want := []string{"Sessions: create, reset and remove (median)", "Idle memory per desktop (PSS, by process)", "Request latency, one desktop (median)",
-		"RL step loop: steps per second per desktop", "Where a step's time goes (median of each request)", "CPU per step, by process of the desktops"}
+		"RL step loop: steps per second per desktop", "Where a step's time goes (median of each request)", "CPU per step, by process of the desktops",
+		"The host's CPU over the loops"}
 	if !slices.Equal(titles, want) {
 		t.Errorf("panels %q, want %q", titles, want)
 	}

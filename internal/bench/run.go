@@ -110,7 +110,7 @@ func Run(ctx context.Context, cfg Config, host Host) (*Report, error) {
 	// one up, each step loop with only as many as it steps on, so that no
 	// idle desktop (upstream's reloader polls its files every second)
 	// takes from what is measured.
-	pool := &desktops{host: host, say: say}
+	pool := &desktops{host: host, proc: procfs{host.Proc}, say: say}
 	defer pool.close()
 	if slices.Contains(cfg.Parts, PartLatency) {
 		desks, err := pool.grow(ctx, 1)
@@ -149,6 +149,7 @@ func Run(ctx context.Context, cfg Config, host Host) (*Report, error) {
 // they are needed.
 type desktops struct {
 	host  Host
+	proc  procfs
 	say   func(string, ...any)
 	desks []Desktop
 	ready int // how many the step loop has readied and warmed
@@ -245,7 +246,7 @@ func runSteps(ctx context.Context, pool *desktops, cfg Config, out io.Writer, sa
 					targets = append(targets, Target{URL: d.URL(s), CPU: d.CPU})
 				}
 				before := compat.LoadAverages(1)
-				r, err := Loop(ctx, string(s), targets, steps, cfg.StepDuration)
+				r, err := Loop(ctx, string(s), targets, steps, cfg.StepDuration, pool.proc.hostCPU)
 				if err != nil {
 					return nil, err
 				}

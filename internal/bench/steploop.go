@@ -138,6 +138,8 @@ type LoopResult struct {
 	CPU, Client time.Duration
 	Procs       map[string]time.Duration
 	CPUMeasured bool
+	// Host is the whole host's CPU time over the loop (zero: not read).
+	Host HostCPU
 }
 
 // requestTimeout bounds one request of the loop: above upstream's slowest
@@ -152,11 +154,19 @@ const errorBackoff = 100 * time.Millisecond
 
 // Loop runs the step on every target at once, each as fast as it answers,
 // until d has passed (a step under way then is finished), one new
-// connection per request as OSWorld's clients make. It fails only when
-// ctx ends or CPU cannot be read; failed steps are counted.
-func Loop(ctx context.Context, server string, targets []Target, steps []StepRequest, d time.Duration) (*LoopResult, error) {
+// connection per request as OSWorld's clients make; host, if not nil,
+// reads the host's CPU time. It fails only when ctx ends or CPU cannot be
+// read; failed steps are counted.
+func Loop(ctx context.Context, server string, targets []Target, steps []StepRequest, d time.Duration, host func() (HostCPU, error)) (*LoopResult, error) {
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	defer client.CloseIdleConnections()
+	if host == nil {
+		host = func() (HostCPU, error) { return HostCPU{}, nil }
+	}
+	hostBefore, err := host()
+	if err != nil {
+		return nil, err
+	}
 	before, err := sampleAll(targets)
 	if err != nil {
 		return nil, err
@@ -183,6 +193,11 @@ func Loop(ctx context.Context, server string, targets []Target, steps []StepRequ
 	if err != nil {
 		return nil, err
 	}
+	hostAfter, err := host()
+	if err != nil {
+		return nil, err
+	}
+	res.Host = hostAfter.sub(hostBefore)
 	for i := range targets {
 		if targets[i].CPU != nil {
 			res.CPUMeasured = true
@@ -334,6 +349,8 @@ func (r *LoopResult) add(b *LoopResult) error {
 		r.Procs[k] += v
 	}
 	r.CPUMeasured = r.CPUMeasured || b.CPUMeasured
+	r.Host = HostCPU{Busy: r.Host.Busy + b.Host.Busy, IOWait: r.Host.IOWait + b.Host.IOWait, Steal: r.Host.Steal + b.Host.Steal,
+		Total: r.Host.Total + b.Host.Total}
 	return nil
 }
 
@@ -361,9 +378,25 @@ type StepRow struct {
 	ClientPerStep time.Duration `json:"client_cpu_per_step_ns"`
 	CPUMeasured   bool          `json:"cpu_measured"`
 	// Procs is CPUPerStep split by process name, largest first.
-	Procs      []ProcRow `json:"procs"`
-	LoadBefore string    `json:"load_before"`
-	LoadAfter  string    `json:"load_after"`
+	Procs []ProcRow `json:"procs"`
+	// Host is the share of the host's CPU time (all CPUs) over the loops
+	// that went to each use; empty when not read.
+	Host       *HostShare `json:"host,omitempty"`
+	LoadBefore string     `json:"load_before"`
+	LoadAfter  string     `json:"load_after"`
+}
+
+// HostShare splits the host's CPU time over the loops, as fractions of
+// it: the desktops' processes, the loop's client, everything else that was
+// busy (the kernel's work outside the desktops, other users), I/O wait,
+// steal and idle.
+type HostShare struct {
+	Desktops float64 `json:"desktops"`
+	Client   float64 `json:"client"`
+	Others   float64 `json:"others"`
+	IOWait   float64 `json:"iowait"`
+	Steal    float64 `json:"steal"`
+	Idle     float64 `json:"idle"`
 }
 
 // RequestRow is one request of the step.
@@ -390,6 +423,12 @@ func (r *LoopResult) row(order []string) StepRow {
 			row.SlowestDesktop = float64(slices.Min(r.DesktopSteps)) / r.Wall.Seconds()
 			row.FastestDesktop = float64(slices.Max(r.DesktopSteps)) / r.Wall.Seconds()
 		}
+	}
+	if h := r.Host; h.Total > 0 {
+		t := float64(h.Total)
+		row.Host = &HostShare{Desktops: float64(r.CPU) / t, Client: float64(r.Client) / t, IOWait: float64(h.IOWait) / t,
+			Steal: float64(h.Steal) / t, Idle: float64(h.Total-h.Busy-h.IOWait-h.Steal) / t}
+		row.Host.Others = max(0, float64(h.Busy-r.CPU-r.Client)/t)
 	}
 	for _, name := range order {
 		rr := RequestRow{Name: name, Stats: compat.NewStats(r.Requests[name])}

@@ -59,6 +59,15 @@ func newFakeGuest(t *testing.T, broken bool) *fakeGuest {
 
 func TestLoop(t *testing.T) {
 	a, b := newFakeGuest(t, false), newFakeGuest(t, false)
+	// The host's 2 CPUs over the loop: 1 s, 400 ms of it busy (the
+	// desktops' 10 ms and the client's part of it), 100 ms waiting for
+	// I/O, 100 ms stolen.
+	hostReads := 0
+	hostCPU := func() (HostCPU, error) {
+		hostReads++
+		n := time.Duration(hostReads - 1)
+		return HostCPU{Busy: n * 400 * time.Millisecond, IOWait: n * 100 * time.Millisecond, Steal: n * 100 * time.Millisecond, Total: n * time.Second}, nil
+	}
 	samples := 0
 	cpu := func() (CPUSample, error) {
 		// Each desktop's cgroup used 10 ms between the two samples,
@@ -67,7 +76,7 @@ func TestLoop(t *testing.T) {
 		total := time.Duration(samples) * 10 * time.Millisecond
 		return CPUSample{Total: total, Procs: map[int]ProcCPU{7: {Comm: "guestd", Start: 1, CPU: total * 4 / 10}}}, nil
 	}
-	res, err := Loop(context.Background(), "guestd", []Target{{URL: a.URL, CPU: cpu}, {URL: b.URL}}, DefaultSteps(), 150*time.Millisecond)
+	res, err := Loop(context.Background(), "guestd", []Target{{URL: a.URL, CPU: cpu}, {URL: b.URL}}, DefaultSteps(), 150*time.Millisecond, hostCPU)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,13 +109,17 @@ func TestLoop(t *testing.T) {
 	if row.Procs[0].Name != endedProcs || row.Procs[1].Name != "guestd" {
 		t.Errorf("processes not largest first: %+v", row.Procs)
 	}
+	if h := row.Host; h == nil || h.Desktops != 0.01 || h.IOWait != 0.1 || h.Steal != 0.1 || h.Idle != 0.4 ||
+		h.Others+h.Client < 0.38 || h.Others+h.Client > 0.3900001 {
+		t.Errorf("host share %+v", h)
+	}
 }
 
 // A failing request fails its step, which is counted and not timed, and
 // the first error is kept.
 func TestLoopCountsFailures(t *testing.T) {
 	g := newFakeGuest(t, true)
-	res, err := Loop(context.Background(), "upstream", []Target{{URL: g.URL}}, DefaultSteps(), 50*time.Millisecond)
+	res, err := Loop(context.Background(), "upstream", []Target{{URL: g.URL}}, DefaultSteps(), 50*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

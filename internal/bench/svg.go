@@ -309,5 +309,17 @@ func (r *Report) stepPanels() []panel {
 	if len(cpu.bars) > 0 {
 		ps = append(ps, cpu)
 	}
+	host := panel{title: "The host's CPU over the loops", unit: "%", caption: r.caption(st, what+"; all CPUs, from /proc/stat")}
+	for _, s := range r.Steps {
+		if h := s.Host; h != nil {
+			host.bars = append(host.bars, bar{group: plural(s.Desktops, "desktop"), label: serverName(s.Server), segs: []seg{
+				{"desktops' processes", 100 * h.Desktops}, {"client", 100 * h.Client}, {"others", 100 * h.Others},
+				{"I/O wait", 100 * h.IOWait}, {"steal", 100 * h.Steal}, {"idle", 100 * h.Idle}},
+				text: fmt.Sprintf("%.0f%% busy in the desktops", 100*h.Desktops)})
+		}
+	}
+	if len(host.bars) > 0 {
+		ps = append(ps, host)
+	}
 	return ps
 }
