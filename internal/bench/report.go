@@ -74,6 +74,19 @@ func (r *Report) Write(dir string) error {
 	return nil
 }
 
+// ReadReport reads a report that Write wrote as JSON.
+func ReadReport(file string) (*Report, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read report: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("parse report %s: %w", file, err)
+	}
+	return &r, nil
+}
+
 // serverName is how a server is named in the report.
 func serverName(s string) string {
 	if s == string(compat.Upstream) {

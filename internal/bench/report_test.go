@@ -115,3 +115,23 @@ func TestWrapAndNumbers(t *testing.T) {
 		t.Errorf("esc: %s", got)
 	}
 }
+
+// A report written as JSON reads back to the same Markdown and chart.
+func TestReportRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	r := sampleReport()
+	if err := r.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadReport(filepath.Join(dir, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back.Name = r.Name
+	if back.Markdown() != r.Markdown() || back.SVG() != r.SVG() {
+		t.Error("the report read back renders differently")
+	}
+	if _, err := ReadReport(filepath.Join(dir, "bench.md")); err == nil {
+		t.Error("Markdown parsed as a report")
+	}
+}

@@ -285,6 +285,7 @@ func (r *Report) stepPanels() []panel {
 	rate := panel{title: "RL step loop: steps per second per desktop", unit: "steps/s", caption: r.caption(st, what)}
 	split := panel{title: "Where a step's time goes (median of each request)", unit: "ms", caption: r.caption(st, what)}
 	cpu := panel{title: "CPU per step, by process of the desktops", unit: "ms", caption: r.caption(st, what+"; the desktops' cgroups")}
+	names := procNames(r.Steps)
 	for _, s := range r.Steps {
 		group, label := plural(s.Desktops, "desktop"), serverName(s.Server)
 		text := fmt.Sprintf("%s (%s in all)", num(s.PerDesktop), num(s.StepsPerSecond))
@@ -298,9 +299,15 @@ func (r *Report) stepPanels() []panel {
 		}
 		split.bars = append(split.bars, b)
 		if s.CPUMeasured {
+			// The same processes in the same order in every bar: the
+			// largest six of any row, then the rest as "other".
 			var segs []seg
-			for _, p := range s.Procs {
-				segs = append(segs, seg{p.Name, msOf(p.PerStep)})
+			for _, name := range names {
+				v := 0.0
+				if i := slices.IndexFunc(s.Procs, func(p ProcRow) bool { return p.Name == name }); i >= 0 {
+					v = msOf(s.Procs[i].PerStep)
+				}
+				segs = append(segs, seg{name, v})
 			}
 			cpu.bars = append(cpu.bars, bar{group: group, label: label, segs: folded(segs, 6)})
 		}

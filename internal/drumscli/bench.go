@@ -32,6 +32,9 @@ type benchConfig struct {
 	// StepSetup names the built-in latency benchmark whose setup readies
 	// the step desktops, or is "none".
 	StepSetup string
+	// FromJSON is a run's NAME.json to write NAME.md and NAME.svg from
+	// again, without running anything.
+	FromJSON string
 	// The engine's: the run's own prefix and state directory unless
 	// given (for a caller that sweeps after it).
 	Prefix, StateDir, ImageDir, Image, Guestd string
@@ -105,6 +108,7 @@ Flags:
 	fs.StringVar(&cfg.Guestd, "guestd", "", "guestd binary to run in the desktops (default $DRUMS_BIN/guestd or next to drums)")
 	fs.StringVar(&cfg.Prefix, "prefix", "", "host prefix of the run's sessions (default: bnc and 4 random letters)")
 	fs.StringVar(&cfg.StateDir, "state-dir", "", "directory of the run's session records (default: a temporary one, removed after)")
+	fs.StringVar(&cfg.FromJSON, "from-json", "", "run nothing: write --out/--name's .md and .svg (and .json) again from this report of an earlier run (after a change of the rendering)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -168,6 +172,18 @@ Flags:
 
 func runBenchmarks(ctx context.Context, cfg benchConfig, s stdio) error {
 	r := cfg.Run
+	if cfg.FromJSON != "" {
+		rep, err := bench.ReadReport(cfg.FromJSON)
+		if err != nil {
+			return err
+		}
+		rep.Name = r.Name
+		if err := rep.Write(r.Out); err != nil {
+			return err
+		}
+		fmt.Fprintf(s.out, "wrote %s.{md,svg,json} from %s\n", filepath.Join(r.Out, r.Name), cfg.FromJSON)
+		return nil
+	}
 	if slices.Contains(r.Parts, bench.PartLatency) {
 		var err error
 		if r.Latency, err = loadBenchmarks(compatConfig{BenchFile: cfg.LatencyFile, Only: cfg.LatencyOnly}); err != nil {
