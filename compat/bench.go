@@ -83,6 +83,32 @@ func ParseBenchmarks(data []byte, source string) ([]Benchmark, error) {
 	return f.Benchmarks, nil
 }
 
+// Prepare readies d as b's setup does, after checking that d has what b
+// needs: how another harness puts a desktop in the state a benchmark
+// times (drums bench's step loop opens its application so).
+func (b *Benchmark) Prepare(ctx context.Context, d Desktop) error {
+	r := &runner{d: d}
+	if err := r.needs(ctx, b.Needs); err != nil {
+		return fmt.Errorf("prepare %s: %w", b.Name, err)
+	}
+	if err := r.actions(ctx, b.Setup, "setup"); err != nil {
+		return fmt.Errorf("prepare %s: %w", b.Name, err)
+	}
+	return nil
+}
+
+// needs fails when d lacks one of the programs named.
+func (r *runner) needs(ctx context.Context, programs []string) error {
+	missing, err := r.missing(ctx, programs)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the desktop lacks %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
 // SelectBenchmarks keeps the benchmarks whose names match one of the globs.
 func SelectBenchmarks(bs []Benchmark, globs []string) []Benchmark {
 	var out []Benchmark
@@ -237,7 +263,9 @@ type BenchReport struct {
 // Bench times every benchmark on d: setup, Warmup untimed requests per
 // server, then N rounds of one request to each server, alternating which
 // goes first so that both share the desktop's and the host's noise, then
-// cleanup. Each request opens a new connection, as OSWorld's clients do
+// cleanup. A desktop whose URL(Upstream) is "" has guestd alone (no
+// upstream tree on this host): guestd is timed and the upstream figures
+// stay zero. Each request opens a new connection, as OSWorld's clients do
 // (requests.post without a session), and is timed from the dial to the
 // last byte of the body. A failed setup or an answer that does not match
 // Expect fails the run: numbers of a broken request mean nothing.
@@ -263,8 +291,13 @@ func Bench(ctx context.Context, d Desktop, bs []Benchmark, opts BenchOptions) (*
 		}
 		rep.Results = append(rep.Results, res)
 		if opts.Progress != nil {
+			if res.Upstream.N == 0 {
+				fmt.Fprintf(opts.Progress, "[%d/%d] %-32s guestd %s / %s (median / p95)\n",
+					i+1, len(bs), b.Name, Millis(res.Guestd.Median), Millis(res.Guestd.P95))
+				continue
+			}
 			fmt.Fprintf(opts.Progress, "[%d/%d] %-32s upstream %s / %s, guestd %s / %s (median / p95), %.1fx faster\n",
-				i+1, len(bs), b.Name, ms(res.Upstream.Median), ms(res.Upstream.P95), ms(res.Guestd.Median), ms(res.Guestd.P95), res.MedianRatio())
+				i+1, len(bs), b.Name, Millis(res.Upstream.Median), Millis(res.Upstream.P95), Millis(res.Guestd.Median), Millis(res.Guestd.P95), res.MedianRatio())
 		}
 	}
 	return rep, nil
@@ -272,12 +305,8 @@ func Bench(ctx context.Context, d Desktop, bs []Benchmark, opts BenchOptions) (*
 
 func (r *runner) bench(ctx context.Context, b *Benchmark, opts BenchOptions) (res BenchResult, err error) {
 	res = BenchResult{Name: b.Name, Doc: b.Doc, Method: b.Request.Method, Path: b.Request.Path, Request: describeRequest(&b.Request)}
-	missing, err := r.missing(ctx, b.Needs)
-	if err != nil {
+	if err := r.needs(ctx, b.Needs); err != nil {
 		return res, err
-	}
-	if len(missing) > 0 {
-		return res, fmt.Errorf("the desktop lacks %s", strings.Join(missing, ", "))
 	}
 	defer func() {
 		if cerr := r.actions(ctx, b.Cleanup, "cleanup"); cerr != nil && err == nil {
@@ -287,12 +316,15 @@ func (r *runner) bench(ctx context.Context, b *Benchmark, opts BenchOptions) (re
 	if err := r.actions(ctx, b.Setup, "setup"); err != nil {
 		return res, err
 	}
-	servers := [2]Server{Upstream, Guestd}
+	servers := []Server{Upstream, Guestd}
+	if r.d.URL(Upstream) == "" {
+		servers = []Server{Guestd}
+	}
 	timed := map[Server][]time.Duration{}
-	res.LoadBefore = loadAverages(1)
+	res.LoadBefore = LoadAverages(1)
 	for round := 0; round < opts.Warmup+opts.N; round++ {
-		for k := range 2 {
-			s := servers[(round+k)%2] // upstream first in even rounds, guestd in odd ones
+		for k := range servers {
+			s := servers[(round+k)%len(servers)] // upstream first in even rounds, guestd in odd ones
 			start := time.Now()
 			resp := send(ctx, r.client, r.d.URL(s), &b.Request)
 			took := time.Since(start)
@@ -304,7 +336,7 @@ func (r *runner) bench(ctx context.Context, b *Benchmark, opts BenchOptions) (re
 			}
 		}
 	}
-	res.LoadAfter = loadAverages(1)
+	res.LoadAfter = LoadAverages(1)
 	res.Upstream, res.Guestd = NewStats(timed[Upstream]), NewStats(timed[Guestd])
 	return res, nil
 }
@@ -318,7 +350,11 @@ func (rep *BenchReport) Markdown() string {
 	if rep.Desktop != "" {
 		fmt.Fprintf(&b, "- desktop: %s\n", rep.Desktop)
 	}
-	fmt.Fprintf(&b, "- %d timed requests per server and row after %d untimed, interleaved (upstream first in even rounds, guestd first in odd ones), a new connection per request\n\n", rep.N, rep.Warmup)
+	if rep.Upstream == "" {
+		fmt.Fprintf(&b, "- guestd alone (no upstream tree: %s and %s unset): %d timed requests per row after %d untimed, a new connection per request\n\n", EnvUpstream, EnvUpstreamPythonPath, rep.N, rep.Warmup)
+	} else {
+		fmt.Fprintf(&b, "- %d timed requests per server and row after %d untimed, interleaved (upstream first in even rounds, guestd first in odd ones), a new connection per request\n\n", rep.N, rep.Warmup)
+	}
 	b.WriteString("| request | upstream median | upstream p95 | guestd median | guestd p95 | ratio median | ratio p95 | load 1 min (before → after) |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Results {
@@ -326,9 +362,13 @@ func (rep *BenchReport) Markdown() string {
 		if r.Doc != "" {
 			label += ", " + r.Doc
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | **%.1fx** | %.1fx | %s → %s |\n",
-			label, ms(r.Upstream.Median), ms(r.Upstream.P95), ms(r.Guestd.Median), ms(r.Guestd.P95),
-			r.MedianRatio(), r.P95Ratio(), r.LoadBefore, r.LoadAfter)
+		up, upP95, ratio, ratioP95 := "—", "—", "—", "—"
+		if r.Upstream.N > 0 {
+			up, upP95 = Millis(r.Upstream.Median), Millis(r.Upstream.P95)
+			ratio, ratioP95 = fmt.Sprintf("**%.1fx**", r.MedianRatio()), fmt.Sprintf("%.1fx", r.P95Ratio())
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s → %s |\n",
+			label, up, upP95, Millis(r.Guestd.Median), Millis(r.Guestd.P95), ratio, ratioP95, r.LoadBefore, r.LoadAfter)
 	}
 	b.WriteString("\nratio = upstream / guestd (how many times faster guestd answers). The requests as sent:\n\n")
 	for _, r := range rep.Results {
@@ -337,8 +377,8 @@ func (rep *BenchReport) Markdown() string {
 	return b.String()
 }
 
-// ms renders a duration in milliseconds with a precision that suits it.
-func ms(d time.Duration) string {
+// Millis renders a duration in milliseconds with a precision that suits it.
+func Millis(d time.Duration) string {
 	v := float64(d) / float64(time.Millisecond)
 	switch {
 	case v < 1:
@@ -349,9 +389,9 @@ func ms(d time.Duration) string {
 	return fmt.Sprintf("%.0f ms", v)
 }
 
-// loadAverages are the host's load averages over 1, 5 and 15 minutes
+// LoadAverages are the host's load averages over 1, 5 and 15 minutes
 // joined by spaces (only the first n), or "?" where /proc lacks them.
-func loadAverages(n int) string {
+func LoadAverages(n int) string {
 	data, err := os.ReadFile("/proc/loadavg")
 	if f := strings.Fields(string(data)); err == nil && len(f) >= n {
 		return strings.Join(f[:n], " ")
@@ -359,9 +399,15 @@ func loadAverages(n int) string {
 	return "?"
 }
 
-// MachineInfo describes the host for a benchmark record: CPU model and
-// count, memory, kernel, Go version and the load averages now.
+// MachineInfo describes the host for a benchmark record: Machine and the
+// load averages now.
 func MachineInfo() string {
+	return fmt.Sprintf("%s, load average %s at the start", Machine(), LoadAverages(3))
+}
+
+// Machine describes the host: CPU model and count, memory, kernel and Go
+// version.
+func Machine() string {
 	cpu := "unknown CPU"
 	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, l := range strings.Split(string(data), "\n") {
@@ -382,5 +428,5 @@ func MachineInfo() string {
 	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		kernel = strings.TrimSpace(string(data))
 	}
-	return fmt.Sprintf("%d × %s, %s RAM, kernel %s, %s, load average %s at the start", runtime.NumCPU(), cpu, mem, kernel, runtime.Version(), loadAverages(3))
+	return fmt.Sprintf("%d × %s, %s RAM, kernel %s, %s", runtime.NumCPU(), cpu, mem, kernel, runtime.Version())
 }

@@ -147,3 +147,28 @@ func TestBenchFailsOnUnexpectedAnswer(t *testing.T) {
 		t.Errorf("cleanup did not run after the failure: %q", fd.execs)
 	}
 }
+
+func TestBenchGuestdAlone(t *testing.T) {
+	gd := newCountingServer()
+	defer gd.Close()
+	fd := &fakeDesktop{gd: gd.Server}
+	bs, err := ParseBenchmarks([]byte(`{"benchmarks":[{"name":"ok","request":{"method":"GET","path":"/ok"},"expect":{"status":"200"}}]}`), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress strings.Builder
+	rep, err := Bench(context.Background(), fd, bs, BenchOptions{N: 3, Warmup: 1, Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Results[0]; r.Upstream.N != 0 || r.Guestd.N != 3 || gd.requests != 4 {
+		t.Errorf("result %+v after %d requests, want guestd timed 3 times after 1 warm-up, upstream never", r, gd.requests)
+	}
+	if strings.Contains(progress.String(), "upstream") {
+		t.Errorf("progress names upstream: %q", progress.String())
+	}
+	md := rep.Markdown()
+	if !strings.Contains(md, "guestd alone (no upstream tree: DRUMS_UPSTREAM and DRUMS_UPSTREAM_PYTHONPATH unset)") || !strings.Contains(md, "| `GET /ok` | — | — | ") {
+		t.Errorf("markdown does not say guestd ran alone:\n%s", md)
+	}
+}

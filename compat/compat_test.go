@@ -313,6 +313,9 @@ var _ Desktop = (*fakeDesktop)(nil)
 
 func (f *fakeDesktop) URL(s Server) string {
 	if s == Upstream {
+		if f.up == nil { // guestd alone
+			return ""
+		}
 		return f.up.URL
 	}
 	return f.gd.URL

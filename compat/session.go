@@ -55,27 +55,34 @@ type SessionDesktop struct {
 	eng      SessionEngine
 	sess     *sessions.Session
 	snapshot string
+	upstream bool // main.py runs in it
 }
 
 var _ Desktop = (*SessionDesktop)(nil)
 
 // NewSessionDesktop stages the upstream tree as the session's starting
 // files, creates the session and starts main.py in it. Progress goes to
-// log. Close removes everything it made.
+// log. Close removes everything it made. A zero tree (no upstream on this
+// host) makes a desktop with guestd alone, whose URL(Upstream) is "".
 func NewSessionDesktop(ctx context.Context, eng SessionEngine, tree UpstreamTree, log io.Writer) (_ *SessionDesktop, err error) {
-	d := &SessionDesktop{eng: eng}
+	d := &SessionDesktop{eng: eng, upstream: tree.Dir != ""}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, d.Close())
 		}
 	}()
-	fmt.Fprintf(log, "compat: staging upstream %s into the session's files\n", tree.Dir)
-	if d.snapshot, err = stageUpstream(tree); err != nil {
-		return nil, err
+	if d.upstream {
+		fmt.Fprintf(log, "compat: staging upstream %s into the session's files\n", tree.Dir)
+		if d.snapshot, err = stageUpstream(tree); err != nil {
+			return nil, err
+		}
 	}
 	fmt.Fprintln(log, "compat: creating a session (guestd on port 5001)")
 	if d.sess, err = eng.Create(ctx, sessions.Request{GuestPort: guestdPort, Snapshot: d.snapshot}); err != nil {
 		return nil, fmt.Errorf("create compat session: %w", err)
+	}
+	if !d.upstream {
+		return d, nil
 	}
 	fmt.Fprintf(log, "compat: session %s at %s; starting upstream main.py on port %d\n", d.sess.ID, d.sess.Address, upstreamPort)
 	var pp []string
@@ -117,10 +124,14 @@ func (d *SessionDesktop) waitUpstream(ctx context.Context) error {
 	}
 }
 
-// URL implements Desktop.
+// URL implements Desktop; URL(Upstream) is "" when the desktop has
+// guestd alone.
 func (d *SessionDesktop) URL(s Server) string {
 	port := guestdPort
 	if s == Upstream {
+		if !d.upstream {
+			return ""
+		}
 		port = upstreamPort
 	}
 	return fmt.Sprintf("http://%s:%d", d.sess.Address, port)
@@ -136,8 +147,15 @@ func (d *SessionDesktop) Exec(ctx context.Context, argv []string) (ExecResult, e
 	return ExecResult{Stdout: out.Bytes(), Stderr: errb.Bytes(), Code: res.ExitCode}, nil
 }
 
+// Session is the drums session under the desktop (its id, address and
+// plan, whose cgroups say what its processes cost).
+func (d *SessionDesktop) Session() *sessions.Session { return d.sess }
+
 // Describe says how the servers share the desktop, for the report.
 func (d *SessionDesktop) Describe() string {
+	if !d.upstream {
+		return fmt.Sprintf("one drums session (1920x1080): guestd on port %d started by the engine, no upstream main.py", guestdPort)
+	}
 	return fmt.Sprintf("one drums session (1920x1080): guestd on port %d started by the engine, upstream main.py on port %d started inside it as user from %s, both on the same display, buses, home and processes",
 		guestdPort, upstreamPort, sessionServerDir)
 }

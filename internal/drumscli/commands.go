@@ -8,6 +8,7 @@ import "github.com/drums-dev/drums/sessions"
 // command's flags and run are in its own file.
 func commands() []command {
 	return []command{
+		{name: "bench", summary: "time drums beside upstream main.py: latency, an RL step loop, sessions, memory", run: leaf(parseBench, runBenchmarks)},
 		{name: "compat", summary: "compare guestd with upstream main.py, request by request", run: leaf(parseCompat, runCompat)},
 		{name: "image", summary: "build, import, list, check and remove the images desktops run from", group: &group{
 			usage: imageUsage, none: "image: no command", unknown: "image: unknown command %q",

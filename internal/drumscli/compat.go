@@ -19,12 +19,12 @@ import (
 
 var _ compat.SessionEngine = (*sessions.Engine)(nil)
 
-// compatPrefix is a host prefix of its own for the compat session, so that
-// the run never touches the provider's desktops and its leftovers are
-// recognisable.
-func compatPrefix() string {
+// randomPrefix is a host prefix of a run's own (head and 4 random
+// letters), so that the run never touches the provider's desktops and its
+// leftovers are recognisable: "cmp" for compat, "bnc" for bench.
+func randomPrefix(head string) string {
 	const letters = "abcdefghijklmnopqrstuvwxyz"
-	b := []byte("cmp")
+	b := []byte(head)
 	for range 4 {
 		b = append(b, letters[rand.IntN(len(letters))])
 	}
@@ -156,7 +156,7 @@ func runCompat(ctx context.Context, cfg compatConfig, s stdio) error {
 			return fmt.Errorf("create compat state dir: %w", err)
 		}
 		defer os.RemoveAll(state)
-		eng, err := sessions.New(sessions.Config{Prefix: compatPrefix(), StateDir: state, ImageDir: cfg.ImageDir, Image: cfg.Image})
+		eng, err := sessions.New(sessions.Config{Prefix: randomPrefix("cmp"), StateDir: state, ImageDir: cfg.ImageDir, Image: cfg.Image})
 		if err != nil {
 			return fmt.Errorf("start the session engine: %w", err)
 		}

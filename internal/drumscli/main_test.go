@@ -87,6 +87,7 @@ const usage = `drums: Linux desktops for computer-use agents, without virtual ma
 Usage: drums COMMAND [flags]
 
 Commands:
+  bench      time drums beside upstream main.py: latency, an RL step loop, sessions, memory
   compat     compare guestd with upstream main.py, request by request
   image      build, import, list, check and remove the images desktops run from
   run        the main job: image, daemon, desktops in parallel, an episode on each, the built-in tasks
@@ -163,7 +164,7 @@ func TestCommandTable(t *testing.T) {
 
 // helpPaths are the commands whose --help testdata/help.golden holds.
 var helpPaths = [][]string{
-	{"compat"}, {"image"}, {"image", "build"}, {"image", "import"}, {"image", "ls"}, {"image", "inspect"}, {"image", "check"},
+	{"bench"}, {"compat"}, {"image"}, {"image", "build"}, {"image", "import"}, {"image", "ls"}, {"image", "inspect"}, {"image", "check"},
 	{"image", "rm"}, {"image", "run"}, {"run"}, {"serve"}, {"session"}, {"session", "create"}, {"session", "ls"},
 	{"session", "rm"}, {"session", "reset"}, {"session", "exec"}, {"session", "shell"}, {"session", "screenshot"},
 	{"session", "plan"}, {"sweep"}, {"tasks"}, {"tasks", "run"}, {"tasks", "list"}, {"tasks", "report"},
@@ -232,6 +233,18 @@ func TestBadCommandLine(t *testing.T) {
 		{[]string{"run", "extra"}, "", `drums run: unexpected arguments ["extra"] (see drums run --help)`},
 		{[]string{"run", "--desktops", "0"}, "", "drums run: --desktops 0: must be at least 1"},
 		{[]string{"run", "--timeout", "soon"}, `invalid value "soon" for flag -timeout: parse error`, `drums run: invalid value "soon" for flag -timeout: parse error`},
+		{[]string{"bench", "extra"}, "", `drums bench: unexpected arguments ["extra"] (see drums bench --help)`},
+		{[]string{"bench", "--parts", "latency,speed"}, "", `drums bench: --parts: unknown part "speed" (the parts: sessions, latency, steps)`},
+		{[]string{"bench", "--parts", ","}, "", "drums bench: --parts names no part"},
+		{[]string{"bench", "--step-desktops", "1,0"}, "", `drums bench: --step-desktops "1,0": want counts from 1 to 100, comma-separated`},
+		{[]string{"bench", "--step-desktops", "ten"}, "", `drums bench: --step-desktops "ten": want counts from 1 to 100, comma-separated`},
+		{[]string{"bench", "--sessions", "0"}, "", "drums bench: --sessions 0: must be at least 1"},
+		{[]string{"bench", "--step-duration", "0s"}, "", "drums bench: --step-duration 0s: must be positive"},
+		{[]string{"bench", "--rounds", "0"}, "", "drums bench: --rounds 0: must be at least 1"},
+		{[]string{"bench", "--latency-n", "0"}, "", "drums bench: --latency-n must be at least 1 and --latency-warmup at least 0"},
+		{[]string{"bench", "--name", "a/b"}, "", `drums bench: --name "a/b": want a file name`},
+		{[]string{"bench", "--step-setup", "cursor_position"}, "",
+			`drums bench: --step-setup "cursor_position": want none or a built-in latency benchmark with a setup: screenshot, accessibility/gtk3-widget-factory, accessibility/gnome-terminal, terminal`},
 		{[]string{"compat", "extra"}, "", `drums compat: unexpected arguments ["extra"] (see --help)`},
 		{[]string{"compat", "--upstream-url", "http://x"}, "", "drums compat: --upstream-url, --guestd-url and --exec go together"},
 		{[]string{"compat", "--bench", "--bench-n", "0"}, "", "drums compat: --bench-n must be at least 1 and --bench-warmup at least 0"},

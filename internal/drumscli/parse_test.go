@@ -8,9 +8,13 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/drums-dev/drums/compat"
+	"github.com/drums-dev/drums/internal/bench"
 	"github.com/drums-dev/drums/internal/mainjob"
 	"github.com/drums-dev/drums/provider"
 	"github.com/drums-dev/drums/sessions"
@@ -193,4 +197,40 @@ func TestParseCompat(t *testing.T) {
 	args = []string{"--bench", "--bench-file", "b.json", "--bench-n", "5", "--bench-warmup", "0", "--bench-out", "b.md"}
 	parsed(t, parseCompat, args, compatConfig{Out: "compat-report", Bench: true, BenchFile: "b.json", BenchN: 5, BenchWarmup: 0,
 		BenchOut: "b.md", ImageDir: images.DefaultDir, Image: "osworld", Args: args})
+}
+
+func TestParseBench(t *testing.T) {
+	bs, err := compat.BuiltinBenchmarks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup := func(name string) *compat.Benchmark {
+		i := slices.IndexFunc(bs, func(b compat.Benchmark) bool { return b.Name == name })
+		return &bs[i]
+	}
+	// The benchmark's compiled expectations are its own business.
+	opts := cmpopts.IgnoreUnexported(compat.Benchmark{})
+	check := func(args []string, want benchConfig) {
+		t.Helper()
+		got, err := parseBench(args, io.Discard)
+		if err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		if d := cmp.Diff(want, got, opts); d != "" {
+			t.Errorf("%q (-want +got):\n%s", args, d)
+		}
+	}
+	check(nil, benchConfig{StepSetup: "accessibility/gnome-terminal", ImageDir: images.DefaultDir, Image: "osworld",
+		Run: bench.Config{Parts: bench.Parts, Sessions: 5, Idle: 65 * time.Second, LightImage: "core", LatencyN: 10, LatencyWarmup: 2,
+			StepDesktops: []int{1, 4}, StepDuration: 5 * time.Second, Rounds: 1, StepSetup: setup("accessibility/gnome-terminal"),
+			Out: "bench/results", Name: "bench", Command: "drums bench"}})
+	args := []string{"--parts", "steps, latency,steps", "--out", "o", "--name", "n", "--sessions", "2", "--idle", "1s", "--light-image", "l",
+		"--latency-n", "3", "--latency-warmup", "0", "--latency-run", "screenshot", "--latency-file", "f.json", "--step-desktops", "1,10,50",
+		"--step-duration", "2s", "--rounds", "3", "--step-setup", "none", "--image", "i", "--image-dir", "/id", "--guestd", "/g",
+		"--prefix", "bnctest", "--state-dir", "/sd"}
+	check(args, benchConfig{LatencyFile: "f.json", LatencyOnly: "screenshot", StepSetup: "none", Prefix: "bnctest", StateDir: "/sd",
+		ImageDir: "/id", Image: "i", Guestd: "/g",
+		Run: bench.Config{Parts: []string{"steps", "latency"}, Sessions: 2, Idle: time.Second, LightImage: "l", LatencyN: 3,
+			StepDesktops: []int{1, 10, 50}, StepDuration: 2 * time.Second, Rounds: 3, Out: "o", Name: "n",
+			Command: "drums bench " + strings.Join(args, " ")}})
 }

@@ -66,16 +66,26 @@ func sweepCrashedRuns(t *testing.T) {
 	}
 }
 
-func TestTier1Sessions(t *testing.T) {
+// needDesktops is the start of a tier-1 test of real desktops from the
+// core image: root, the image, and DRUMS_BIN, whose guestd they run; it
+// returns DRUMS_BIN.
+func needDesktops(t *testing.T) string {
 	testutil.RequireRoot(t)
 	testimage.NeedImages(t, "core")
 	bin := os.Getenv("DRUMS_BIN")
 	if bin == "" {
 		t.Fatal("the desktops run guestd from DRUMS_BIN: set it (make test does)")
 	}
+	return bin
+}
+
+// startRun sweeps what crashed runs left, then makes this run's prefix
+// (head and 5 random characters) and directory, and takes its lock: the
+// caller's cleanup closes the lock and removes the directory.
+func startRun(t *testing.T, head string) (prefix, dir string, lock *os.File) {
 	sweepCrashedRuns(t)
-	prefix := "zd" + strings.ToLower(rand.Text()[:5])
-	dir := filepath.Join(os.TempDir(), runDirPrefix+prefix)
+	prefix = head + strings.ToLower(rand.Text()[:5])
+	dir = filepath.Join(os.TempDir(), runDirPrefix+prefix)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +93,12 @@ func TestTier1Sessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return prefix, dir, lock
+}
+
+func TestTier1Sessions(t *testing.T) {
+	bin := needDesktops(t)
+	prefix, dir, lock := startRun(t, "zd")
 	engine := []string{"--prefix", prefix, "--state-dir", filepath.Join(dir, "state"), "--image-dir", testimage.ImageDir(),
 		"--image", "core", "--guestd", filepath.Join(bin, "guestd")}
 	session := func(sub string, args ...string) result {

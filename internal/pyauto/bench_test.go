@@ -36,14 +36,15 @@ func benchRun(b *testing.B, code string) {
 }
 
 // BenchmarkFastPathClick is guestd's own cost for a click: parse, dry
-// pass, dconf's left-handed setting (pyautogui's primary button), XTEST,
+// pass, dconf's left-handed setting (pyautogui's primary button; read
+// once, then while dconf's files are unchanged from the cache), XTEST,
 // with PAUSE = 0.
 func BenchmarkFastPathClick(b *testing.B) {
 	benchRun(b, "import pyautogui; import time; pyautogui.FAILSAFE = False; pyautogui.PAUSE = 0; pyautogui.click(100, 200)")
 }
 
-// BenchmarkFastPathClickLeft is the same with button='left', which skips
-// dconf.
+// BenchmarkFastPathClickLeft is the same with button='left', which needs
+// no setting.
 func BenchmarkFastPathClickLeft(b *testing.B) {
 	benchRun(b, "import pyautogui; import time; pyautogui.FAILSAFE = False; pyautogui.PAUSE = 0; pyautogui.click(100, 200, button='left')")
 }

@@ -54,7 +54,7 @@ type Native struct {
 // New extracts the callback module into opts.SocketDir and starts the
 // callback server there.
 func New(in Input, opts Options) (*Native, error) {
-	return newNative(in, opts, dconfLeftHanded, nil)
+	return newNative(in, opts, newDconfCache(dconfLeftHanded, os.Getenv).leftHanded, nil)
 }
 
 // newNative is New with the left-handed probe and the sleeper given (tests

@@ -1,0 +1,241 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/drums-dev/drums/compat"
+	"github.com/drums-dev/drums/sessions"
+)
+
+// Engine is what the sessions part needs of the session engine; the real
+// one is *sessions.Engine (asserted where it is built, in
+// internal/drumscli: it exists on Linux only).
+type Engine interface {
+	Create(ctx context.Context, req sessions.Request) (*sessions.Session, error)
+	Reset(ctx context.Context, id string) (*sessions.Session, error)
+	Remove(ctx context.Context, id string) error
+}
+
+// SessionsResult is the sessions part: what sessions' BenchmarkLifecycle
+// measures, through the engine's public API, over fewer light desktops.
+type SessionsResult struct {
+	Stamp
+	Desktops int           `json:"desktops"`
+	Image    string        `json:"image"`
+	Idle     time.Duration `json:"idle_ns"`
+	Create   compat.Stats  `json:"create"`
+	Reset    compat.Stats  `json:"reset"`
+	Remove   compat.Stats  `json:"remove"`
+	// InitSteps are the median times at which a create's init finished
+	// each step, since init started, in the order they finish.
+	InitSteps []InitStep `json:"init_steps"`
+	// PSS is the summed proportional set size of each desktop's
+	// processes after Idle with all of them up, in KiB; ByProcess its
+	// mean per desktop by process name, largest first.
+	PSS       []int64  `json:"pss_kib"`
+	ByProcess []MemRow `json:"by_process"`
+	// HostPerDesktop is the host's MemAvailable before the creates less
+	// after the idle wait, over the desktops, in KiB (others' work on the
+	// host moves it).
+	HostPerDesktop int64 `json:"host_per_desktop_kib"`
+}
+
+// InitStep is one step of a session's init.
+type InitStep struct {
+	Name string  `json:"name"`
+	Ms   float64 `json:"ms"`
+}
+
+// MemRow is a process name's memory per desktop, in KiB.
+type MemRow struct {
+	Name string `json:"name"`
+	KiB  int64  `json:"kib"`
+}
+
+// StepLog is a log handler for the engine: it keeps when each step of a
+// session's init was done (the engine's "session step" records, at debug
+// level) and drops everything else.
+type StepLog struct {
+	mu    sync.Mutex
+	steps map[string][]float64
+}
+
+var _ slog.Handler = (*StepLog)(nil)
+
+func (l *StepLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *StepLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *StepLog) WithGroup(string) slog.Handler            { return l }
+
+// Handle implements slog.Handler.
+func (l *StepLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "session step" {
+		return nil
+	}
+	var name string
+	var ms float64
+	var ok bool
+	r.Attrs(func(a slog.Attr) bool {
+		switch {
+		case a.Key == "step":
+			name = a.Value.String()
+		case a.Key == "ms" && a.Value.Kind() == slog.KindFloat64:
+			ms, ok = a.Value.Float64(), true
+		}
+		return true
+	})
+	if name == "" || !ok {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.steps == nil {
+		l.steps = map[string][]float64{}
+	}
+	l.steps[name] = append(l.steps[name], ms)
+	return nil
+}
+
+// take returns the median of each step logged since the last take, in the
+// order the steps finish, and forgets them.
+func (l *StepLog) take() []InitStep {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	steps := l.steps
+	l.steps = nil
+	l.mu.Unlock()
+	var out []InitStep
+	for name, v := range steps {
+		slices.Sort(v)
+		out = append(out, InitStep{Name: name, Ms: v[len(v)/2]})
+	}
+	slices.SortFunc(out, func(a, b InitStep) int { return cmp.Or(cmp.Compare(a.Ms, b.Ms), cmp.Compare(a.Name, b.Name)) })
+	return out
+}
+
+// cleanupTimeout bounds the removal of what a part made, after a failure
+// or an interrupt as well.
+const cleanupTimeout = 2 * time.Minute
+
+// runSessions creates n light desktops one after the other (create to
+// ready: guestd answers GET /screenshot with a PNG), lets them all idle,
+// reads their memory, resets each, then removes each, timing every call.
+// Whatever fails, every desktop it made is removed.
+func runSessions(ctx context.Context, eng Engine, steps *StepLog, proc procfs, n int, image string, idle time.Duration, out io.Writer) (res *SessionsResult, err error) {
+	res = &SessionsResult{Desktops: n, Image: image, Idle: idle}
+	res.begin()
+	var live []*sessions.Session
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		for _, s := range live {
+			if rerr := eng.Remove(cctx, s.ID); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("remove session %s: %w", s.ID, rerr))
+			}
+		}
+	}()
+	hostBefore, err := proc.memAvailable()
+	if err != nil {
+		return nil, err
+	}
+	steps.take() // only this part's creates
+	var created, reset, removed []time.Duration
+	for range n {
+		start := time.Now()
+		s, err := eng.Create(ctx, sessions.Request{Image: image})
+		if err != nil {
+			return nil, fmt.Errorf("create a light desktop: %w", err)
+		}
+		created = append(created, time.Since(start))
+		live = append(live, s)
+	}
+	res.Create, res.InitSteps = compat.NewStats(created), steps.take()
+	printStats(out, "create-to-ready", res.Create)
+	if len(res.InitSteps) > 0 {
+		fmt.Fprint(out, "  init steps (median ms since init started):")
+		for _, s := range res.InitSteps {
+			fmt.Fprintf(out, " %s %.1f", s.Name, s.Ms)
+		}
+		fmt.Fprintln(out)
+	}
+
+	// Idle is a setting of the measurement, not a readiness wait: guestd
+	// gives back memory after set idle times (internal/guestdcli).
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(idle):
+	}
+	byName := map[string]int64{}
+	for _, s := range live {
+		m, err := proc.pss(s.Plan.Cgroup)
+		if err != nil {
+			return nil, fmt.Errorf("memory of session %s: %w", s.ID, err)
+		}
+		var total int64
+		for name, kb := range m {
+			byName[name] += kb
+			total += kb
+		}
+		res.PSS = append(res.PSS, total)
+	}
+	for name, kb := range byName {
+		res.ByProcess = append(res.ByProcess, MemRow{Name: name, KiB: kb / int64(n)})
+	}
+	slices.SortFunc(res.ByProcess, func(a, b MemRow) int { return cmp.Or(cmp.Compare(b.KiB, a.KiB), cmp.Compare(a.Name, b.Name)) })
+	hostAfter, err := proc.memAvailable()
+	if err != nil {
+		return nil, err
+	}
+	res.HostPerDesktop = (hostBefore - hostAfter) / int64(n)
+	fmt.Fprintf(out, "%-16s %s up, %s idle: mean %.1f MiB PSS per desktop (min %.1f, max %.1f); host MemAvailable %.1f MiB less per desktop\n",
+		"idle memory", plural(n, "desktop"), idle, mib(res.meanPSS()), mib(slices.Min(res.PSS)), mib(slices.Max(res.PSS)), mib(res.HostPerDesktop))
+
+	for i, s := range live {
+		start := time.Now()
+		r, err := eng.Reset(ctx, s.ID)
+		if err != nil {
+			return nil, fmt.Errorf("reset session %s: %w", s.ID, err)
+		}
+		reset = append(reset, time.Since(start))
+		live[i] = r
+	}
+	res.Reset = compat.NewStats(reset)
+	printStats(out, "reset-to-ready", res.Reset)
+	for len(live) > 0 {
+		start := time.Now()
+		if err := eng.Remove(ctx, live[0].ID); err != nil {
+			return nil, fmt.Errorf("remove session %s: %w", live[0].ID, err)
+		}
+		removed = append(removed, time.Since(start))
+		live = live[1:]
+	}
+	res.Remove = compat.NewStats(removed)
+	printStats(out, "remove", res.Remove)
+	res.end()
+	return res, nil
+}
+
+func (r *SessionsResult) meanPSS() int64 {
+	var sum int64
+	for _, kb := range r.PSS {
+		sum += kb
+	}
+	return sum / int64(max(1, len(r.PSS)))
+}
+
+func printStats(w io.Writer, name string, s compat.Stats) {
+	fmt.Fprintf(w, "%-16s n=%-3d median %s   p95 %s   min %s   max %s\n", name, s.N,
+		compat.Millis(s.Median), compat.Millis(s.P95), compat.Millis(s.Min), compat.Millis(s.Max))
+}
+
+func mib(kib int64) float64 { return float64(kib) / 1024 }

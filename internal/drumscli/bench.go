@@ -1,0 +1,240 @@
+//go:build linux
+
+package drumscli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drums-dev/drums/compat"
+	"github.com/drums-dev/drums/internal/bench"
+	"github.com/drums-dev/drums/sessions"
+	"github.com/drums-dev/drums/sessions/images"
+)
+
+var _ bench.Engine = (*sessions.Engine)(nil)
+
+// benchConfig is the configuration of `drums bench`.
+type benchConfig struct {
+	Run bench.Config
+	// LatencyFile and LatencyOnly choose the latency benchmarks as
+	// drums compat --bench-file and --run do.
+	LatencyFile, LatencyOnly string
+	// StepSetup names the built-in latency benchmark whose setup readies
+	// the step desktops, or is "none".
+	StepSetup string
+	// FromJSON is a run's NAME.json to write NAME.md and NAME.svg from
+	// again, without running anything.
+	FromJSON string
+	// The engine's: the run's own prefix and state directory unless
+	// given (for a caller that sweeps after it).
+	Prefix, StateDir, ImageDir, Image, Guestd string
+}
+
+// benchMaxDesktops bounds --step-desktops: the issue's largest count is
+// 50; each desktop of the step loop also runs upstream's Flask twice.
+const benchMaxDesktops = 100
+
+func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
+	cfg := benchConfig{Run: bench.Config{Sessions: 5, Idle: 65 * time.Second, LightImage: "core", LatencyN: 10, LatencyWarmup: 2,
+		StepDuration: 5 * time.Second, Rounds: 1, Out: filepath.Join("bench", "results"), Name: "bench",
+		Command: strings.Join(append([]string{"drums", "bench"}, args...), " ")}}
+	r := &cfg.Run
+	fs := newFlags("bench", stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: drums bench [flags]
+
+Runs drums' benchmarks, side by side with OSWorld's upstream main.py where
+upstream applies, prints each figure as it is measured, and writes
+NAME.md, NAME.svg (a chart) and NAME.json to --out. Every figure carries the
+machine, the date, the load average and the command. Needs root (it brings
+up desktops) and the images (make images); it removes every desktop it
+brings up, and leaves its sessions under a prefix of its own.
+
+Parts (--parts, in this order):
+  sessions  --sessions light desktops (--light-image) created one after the
+            other (create-to-ready: guestd answers GET /screenshot), idle for
+            --idle with all up, then the PSS of each desktop's processes and
+            the host's MemAvailable; reset each, remove each.
+  latency   compat's latency benchmarks (drums compat --bench) on one
+            desktop: each request --latency-n times per server, interleaved.
+  steps     the RL step loop: on each count of --step-desktops, every
+            desktop at once loops POST /execute (a pyautogui click, PAUSE =
+            0), GET /screenshot, GET /accessibility as fast as it is answered
+            for --step-duration, --rounds times per server; steps/s in all
+            and per desktop, p50/p95 per step and per request, CPU per step
+            (the desktops' cgroups, by process) and the client's.
+
+Upstream comes from the environment, as for drums compat:
+  $%s            a directory with main.py and pyxcursor.py
+  $%s  where pyautogui and the other pure-Python
+                            modules main.py imports live
+Without them drums bench says so and measures drums alone.
+
+The defaults finish in about 4 minutes on a 2-core machine. The issue's
+sizes: --step-desktops 1,10,50 --step-duration 30s --rounds 3.
+
+Flags:
+`, compat.EnvUpstream, compat.EnvUpstreamPythonPath)
+		fs.PrintDefaults()
+	}
+	parts := strings.Join(bench.Parts, ",")
+	desktops := "1,4"
+	fs.StringVar(&parts, "parts", parts, "the parts to run, comma-separated")
+	fs.StringVar(&r.Out, "out", r.Out, "directory for the report")
+	fs.StringVar(&r.Name, "name", r.Name, "the report's file name, without .md, .svg or .json")
+	fs.IntVar(&r.Sessions, "sessions", r.Sessions, "light desktops of the sessions part")
+	fs.DurationVar(&r.Idle, "idle", r.Idle, "idle time before the memory is read (guestd gives back its screenshot memory after 60 s idle)")
+	fs.StringVar(&r.LightImage, "light-image", r.LightImage, "the image of the sessions part's desktops")
+	fs.IntVar(&r.LatencyN, "latency-n", r.LatencyN, "timed requests per server and latency benchmark")
+	fs.IntVar(&r.LatencyWarmup, "latency-warmup", r.LatencyWarmup, "untimed requests per server before the timed ones")
+	fs.StringVar(&cfg.LatencyOnly, "latency-run", "", "only the latency benchmarks whose names match one of these comma-separated globs (e.g. 'screenshot,execute/*')")
+	fs.StringVar(&cfg.LatencyFile, "latency-file", "", "latency benchmark file (JSON, as drums compat --bench-file) instead of the built-in one")
+	fs.StringVar(&desktops, "step-desktops", desktops, "desktop counts of the step loop, comma-separated (e.g. 1,10,50)")
+	fs.DurationVar(&r.StepDuration, "step-duration", r.StepDuration, "how long each step loop runs")
+	fs.IntVar(&r.Rounds, "rounds", r.Rounds, "step loops per server and desktop count")
+	fs.StringVar(&cfg.StepSetup, "step-setup", "accessibility/gnome-terminal", "the built-in latency benchmark whose setup readies each step desktop (opens its application), or none for an empty desktop")
+	fs.StringVar(&cfg.Image, "image", sessions.DefaultImage, "the image of the latency and step desktops (upstream's main.py asks LibreOffice its version)")
+	fs.StringVar(&cfg.ImageDir, "image-dir", images.DefaultDir, "the image store")
+	fs.StringVar(&cfg.Guestd, "guestd", "", "guestd binary to run in the desktops (default $DRUMS_BIN/guestd or next to drums)")
+	fs.StringVar(&cfg.Prefix, "prefix", "", "host prefix of the run's sessions (default: bnc and 4 random letters)")
+	fs.StringVar(&cfg.StateDir, "state-dir", "", "directory of the run's session records (default: a temporary one, removed after)")
+	fs.StringVar(&cfg.FromJSON, "from-json", "", "run nothing: write --out/--name's .md and .svg (and .json) again from this report of an earlier run (after a change of the rendering)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q (see drums bench --help)", fs.Args())
+	}
+	for _, p := range strings.Split(parts, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !slices.Contains(bench.Parts, p) {
+			return cfg, fmt.Errorf("--parts: unknown part %q (the parts: %s)", p, strings.Join(bench.Parts, ", "))
+		}
+		if !slices.Contains(r.Parts, p) {
+			r.Parts = append(r.Parts, p)
+		}
+	}
+	if len(r.Parts) == 0 {
+		return cfg, errors.New("--parts names no part")
+	}
+	for _, d := range strings.Split(desktops, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(d))
+		if err != nil || n < 1 || n > benchMaxDesktops {
+			return cfg, fmt.Errorf("--step-desktops %q: want counts from 1 to %d, comma-separated", desktops, benchMaxDesktops)
+		}
+		r.StepDesktops = append(r.StepDesktops, n)
+	}
+	switch {
+	case r.Sessions < 1:
+		return cfg, fmt.Errorf("--sessions %d: must be at least 1", r.Sessions)
+	case r.Idle < 0:
+		return cfg, fmt.Errorf("--idle %s: must not be negative", r.Idle)
+	case r.LatencyN < 1 || r.LatencyWarmup < 0:
+		return cfg, errors.New("--latency-n must be at least 1 and --latency-warmup at least 0")
+	case r.StepDuration <= 0:
+		return cfg, fmt.Errorf("--step-duration %s: must be positive", r.StepDuration)
+	case r.Rounds < 1:
+		return cfg, fmt.Errorf("--rounds %d: must be at least 1", r.Rounds)
+	case r.Name == "" || strings.ContainsRune(r.Name, '/'):
+		return cfg, fmt.Errorf("--name %q: want a file name", r.Name)
+	}
+	if cfg.StepSetup != "none" {
+		bs, err := compat.BuiltinBenchmarks()
+		if err != nil {
+			return cfg, err
+		}
+		var names []string
+		for i := range bs {
+			if bs[i].Name == cfg.StepSetup && len(bs[i].Setup) > 0 {
+				r.StepSetup = &bs[i]
+			} else if len(bs[i].Setup) > 0 {
+				names = append(names, bs[i].Name)
+			}
+		}
+		if r.StepSetup == nil {
+			return cfg, fmt.Errorf("--step-setup %q: want none or a built-in latency benchmark with a setup: %s", cfg.StepSetup, strings.Join(names, ", "))
+		}
+	}
+	return cfg, nil
+}
+
+func runBenchmarks(ctx context.Context, cfg benchConfig, s stdio) error {
+	r := cfg.Run
+	if cfg.FromJSON != "" {
+		rep, err := bench.ReadReport(cfg.FromJSON)
+		if err != nil {
+			return err
+		}
+		rep.Name = r.Name
+		if err := rep.Write(r.Out); err != nil {
+			return err
+		}
+		fmt.Fprintf(s.out, "wrote %s.{md,svg,json} from %s\n", filepath.Join(r.Out, r.Name), cfg.FromJSON)
+		return nil
+	}
+	if slices.Contains(r.Parts, bench.PartLatency) {
+		var err error
+		if r.Latency, err = loadBenchmarks(compatConfig{BenchFile: cfg.LatencyFile, Only: cfg.LatencyOnly}); err != nil {
+			return err
+		}
+	}
+	tree, err := compat.UpstreamFromEnv()
+	if err != nil {
+		r.NoUpstream, tree = err.Error(), compat.UpstreamTree{}
+	} else {
+		r.Upstream = fmt.Sprintf("`main.py` from %s (%s=%s)", tree.Dir, compat.EnvUpstreamPythonPath, strings.Join(tree.PythonPath, ":"))
+	}
+
+	state := cfg.StateDir
+	if state == "" {
+		if state, err = os.MkdirTemp("", "drums-bench-state-"); err != nil {
+			return fmt.Errorf("create bench state dir: %w", err)
+		}
+		defer os.RemoveAll(state)
+	}
+	prefix := cfg.Prefix
+	if prefix == "" {
+		prefix = randomPrefix("bnc")
+	}
+	steps := &bench.StepLog{}
+	eng, err := sessions.New(sessions.Config{Prefix: prefix, StateDir: state, ImageDir: cfg.ImageDir, Image: cfg.Image,
+		Guestd: cfg.Guestd, Logger: slog.New(steps)})
+	if err != nil {
+		return fmt.Errorf("start the session engine: %w", err)
+	}
+	defer eng.Close()
+	fmt.Fprintf(s.err, "bench: sessions under the prefix %s\n", prefix)
+	rep, err := bench.Run(ctx, r, bench.Host{
+		Engine: eng, Steps: steps,
+		Desktop: func(ctx context.Context) (bench.Desktop, error) {
+			return bench.NewSessionDesktop(ctx, eng, tree, io.Discard)
+		},
+		Stdout: s.out, Stderr: s.err,
+	})
+	// Whatever happened, nothing of the run stays: its desktops are
+	// removed already; the sweep takes what a failed removal left.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if _, serr := eng.Sweep(sctx); serr != nil {
+		err = errors.Join(err, fmt.Errorf("sweep the run's leftovers: %w", serr))
+	}
+	if err != nil {
+		return err
+	}
+	for _, ext := range []string{".md", ".svg", ".json"} {
+		fmt.Fprintf(s.out, "wrote %s\n", filepath.Join(r.Out, rep.Name+ext))
+	}
+	return nil
+}
