@@ -68,18 +68,27 @@ var videoTypes = []string{
 	"x-msvideo", "x-nsv", "x-ogm", "x-ogm+ogg", "x-theora", "x-theora+ogg",
 }
 
-// videoDefaults is /usr/share/applications/defaults.list naming Totem for
-// every video type, as Ubuntu's does. xdg-mime returns a defaults.list
-// entry without checking that the application exists; without one it would
-// name the first player in mimeinfo.cache (VLC, when it is the only one),
-// and a task that asks the agent to make VLC the default would be done
-// before it starts. A user's choice (~/.config/mimeapps.list, written by
-// `xdg-mime default`) still comes first.
-func videoDefaults() string {
+// PDFDefault is Ubuntu's default PDF viewer: GNOME's Document Viewer.
+const PDFDefault = "org.gnome.Evince.desktop"
+
+// appDefaults is /usr/share/applications/defaults.list naming Totem for
+// every video type, as Ubuntu's does, and Evince for PDFs where the image
+// has it. xdg-mime returns a defaults.list entry without checking that the
+// application exists; without one it would name the first player in
+// mimeinfo.cache (VLC, when it is the only one), and a task that asks the
+// agent to make VLC the default would be done before it starts. For PDFs
+// that first one is GIMP, which imports the file instead of showing it, so
+// a setup's "open" of a PDF waited for a window that never came
+// (multi_apps/185f29bd, 5df7b33a). A user's choice (~/.config/mimeapps.list,
+// written by `xdg-mime default`) still comes first.
+func appDefaults(pdf bool) string {
 	var b strings.Builder
 	b.WriteString("[Default Applications]\n")
 	for _, t := range videoTypes {
 		b.WriteString("video/" + t + "=" + VideoDefault + "\n")
+	}
+	if pdf {
+		b.WriteString("application/pdf=" + PDFDefault + "\n")
 	}
 	return b.String()
 }

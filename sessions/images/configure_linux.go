@@ -38,7 +38,7 @@ func configure(rootfs string) error {
 		{"etc/locale.gen", Locale + " UTF-8\n", 0o644},
 		{"etc/dconf/profile/user", "user-db:user\nsystem-db:drums\n", 0o644},
 		{"etc/dconf/db/drums.d/00-drums", dconfDefaults, 0o644},
-		{"usr/share/applications/defaults.list", videoDefaults(), 0o644},
+		{"usr/share/applications/defaults.list", appDefaults(has(rootfs, "usr/bin/evince")), 0o644},
 		{"etc/pulse/default.pa.d/drums.pa", pulseDefaults, 0o644},
 	}
 	for _, f := range files {
@@ -86,13 +86,16 @@ func configure(rootfs string) error {
 	return nil
 }
 
-// inRoot runs a command chrooted into a root filesystem.
+// inRoot runs a command chrooted into a root filesystem, found on the
+// image's PATH. Not through exec.Command, which looks the name up on the
+// host's PATH first and fails where the host lacks it (dconf, on a host
+// without any desktop package).
 func inRoot(root string, argv ...string) error {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Path = argv[0]
-	if p, err := lookPathIn(root, argv[0]); err == nil {
-		cmd.Path = p
+	path, err := lookPathIn(root, argv[0])
+	if err != nil {
+		return fmt.Errorf("%s in the image: %w", argv[0], err)
 	}
+	cmd := &exec.Cmd{Path: path, Args: argv}
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "HOME=/root"}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root}

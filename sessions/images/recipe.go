@@ -40,13 +40,16 @@ var corePackages = []string{
 }
 
 // osworldPackages are OSWorld's applications (Chromium as google-chrome,
-// LibreOffice, GIMP, VLC, Thunderbird, Files), the settings schemas
-// test_nogdrive's os tasks touch, and the tools OSWorld's Ubuntu VM has
-// that task configs call (unzip, zip, jq, git, pip, bc).
+// LibreOffice, GIMP, VLC, Thunderbird, Files, and Evince, Ubuntu's
+// document viewer, which opens the PDFs tasks open), the settings schemas
+// test_nogdrive's os tasks touch, the tools OSWorld's Ubuntu VM has that
+// task configs call (unzip, zip, jq, git, pip, bc), and numpy, which
+// upstream main.py's pyxcursor imports (compat and drums bench run it in
+// the desktop).
 var osworldPackages = []string{
 	"chromium", "vlc", "libreoffice-calc", "libreoffice-writer", "libreoffice-impress", "libreoffice-gtk3",
-	"gimp", "thunderbird", "nautilus", "gnome-shell-common", "gnome-settings-daemon-common", "xsel",
-	"unzip", "zip", "jq", "git", "python3-pip", "bc",
+	"gimp", "thunderbird", "nautilus", "evince", "gnome-shell-common", "gnome-settings-daemon-common", "xsel",
+	"unzip", "zip", "jq", "git", "python3-pip", "bc", "python3-numpy",
 }
 
 // Recipes are the built-in recipes, by name.
@@ -62,7 +65,7 @@ const DefaultSuite = "bookworm"
 
 // recipeVersion changes whenever configure.go changes what it writes, so
 // that an image built by an older drums is not taken for this one's.
-const recipeVersion = 2
+const recipeVersion = 3
 
 // BuildOptions say what to build.
 type BuildOptions struct {
