@@ -23,7 +23,7 @@ import (
 // when the cursor's image changes), with one exception: the X server
 // draws the software cursor without reporting damage and sends no event
 // when the pointer moves, so while Wait waits it asks where the pointer
-// is every pointerPoll.
+// is (pointerPoll).
 //
 //	viewer          Watcher                          X server
 //	Wait          ← DamageNotify / CursorNotify / the pointer moved
@@ -40,13 +40,22 @@ type Watcher struct {
 	started bool
 	// shown is the cursor drawn into the frame by the last Update.
 	shown *shownCursor
+	// moved is when Wait last saw the pointer move.
+	moved time.Time
 }
 
-// pointerPoll is how often Wait asks where the pointer is: often enough
-// that a viewer sees the pointer move smoothly (25 a second), rare enough
-// that a watched, idle desktop costs a round trip per poll and no more (a
-// few microseconds of CPU each, in guestd and in the X server).
-const pointerPoll = 40 * time.Millisecond
+// How often Wait asks where the pointer is: pointerPoll while it moves, often
+// enough that a viewer sees it move smoothly (25 times a second), and
+// pointerPollStill once it has not moved for pointerStill, so that a
+// watched, idle desktop costs 5 round trips a second (guestd's side of
+// each, with the timer, is a few hundred microseconds of CPU on a loaded
+// 2-core machine) while the first motion after a pause shows within 200
+// ms.
+const (
+	pointerPoll      = 40 * time.Millisecond
+	pointerPollStill = 200 * time.Millisecond
+	pointerStill     = time.Second
+)
 
 // Watch connects to display for a live view. The X server must have
 // DAMAGE and XFixes, as every Xvfb has.
@@ -85,7 +94,11 @@ func (w *Watcher) Wait(ctx context.Context) error {
 	if !w.started {
 		return nil
 	}
-	poll := time.NewTicker(pointerPoll)
+	interval := pointerPoll
+	if time.Since(w.moved) > pointerStill {
+		interval = pointerPollStill
+	}
+	poll := time.NewTimer(interval)
 	defer poll.Stop()
 	for {
 		select {
@@ -96,13 +109,21 @@ func (w *Watcher) Wait(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-poll.C:
-			p, err := w.c.pointer(ctx)
+			// Not through await: a goroutine per poll would be most of
+			// a watched, idle desktop's cost. A lost connection still
+			// ends the wait (xgb fails the reply).
+			p, err := xproto.QueryPointer(w.c.x, w.c.root).Reply()
 			if err != nil {
-				return err
+				return fmt.Errorf("query pointer: %w", err)
 			}
 			if s := w.shown; s != nil && (int(p.RootX) != s.x || int(p.RootY) != s.y) {
+				w.moved = time.Now()
 				return nil
 			}
+			if time.Since(w.moved) > pointerStill {
+				interval = pointerPollStill
+			}
+			poll.Reset(interval)
 		}
 	}
 }
