@@ -113,7 +113,7 @@ func TestLiveView(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.Contains(strings.ToLower(string(body)), want) {
+		if resp.StatusCode != 200 || !strings.Contains(strings.ToLower(string(body)), strings.ToLower(want)) {
 			t.Errorf("GET %s: %d, %d bytes without %q (is the image's novnc package installed?)", path, resp.StatusCode, len(body), want)
 		}
 	}
