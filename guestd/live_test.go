@@ -2,6 +2,7 @@ package guestd
 
 import (
 	"context"
+	"image"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,8 +12,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/net/websocket"
+
+	"github.com/drums-dev/drums/internal/rfb"
 )
 
 // echoViewers stands in for internal/rfb: it greets, then echoes.
@@ -148,5 +152,71 @@ func TestLiveWebSocket(t *testing.T) {
 	}
 	if n := ev.served.Load(); n != 3 {
 		t.Errorf("a refused request reached the RFB server (%d served)", n)
+	}
+}
+
+// stillScreen is a screen that never changes.
+type stillScreen struct{ started bool }
+
+func (s *stillScreen) Wait(ctx context.Context) error {
+	if !s.started {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (s *stillScreen) Update(_ context.Context, fb *image.RGBA) (*image.RGBA, []image.Rectangle, error) {
+	if s.started {
+		return fb, nil, nil
+	}
+	s.started = true
+	fb = image.NewRGBA(image.Rect(0, 0, 1024, 1024))
+	return fb, []image.Rectangle{fb.Rect}, nil
+}
+
+func (s *stillScreen) Close() error { return nil }
+
+// A viewer whose browser stopped reading (a frozen tab) holds a write of
+// its WebSocket; closing the live view still ends it. (x/net's Close
+// writes a close frame under the lock that write holds.)
+func TestLiveStuckViewer(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	viewers, err := rfb.NewServer(rfb.Options{Open: func() (rfb.Screen, error) { return &stillScreen{}, nil }, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLive(Config{Logger: log}, LiveOptions{Web: t.TempDir()}, viewers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(l)
+	ws, err := websocket.Dial("ws"+strings.TrimPrefix(hs.URL, "http")+"/websockify", "", hs.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	ws.PayloadType = websocket.BinaryFrame
+	c, err := rfb.NewClient(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Request(false) // 4 MiB that nobody reads
+	deadline := time.Now().Add(10 * time.Second)
+	for viewers.Viewers() != 1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // let the write fill the socket's buffers
+	done := make(chan struct{})
+	go func() {
+		l.Close()
+		viewers.Close()
+		hs.Close() // waits for the WebSocket's handler
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("closing the live view hangs on a viewer that reads nothing")
 	}
 }

@@ -56,7 +56,16 @@ const (
 	maxPendingRects    = 64      // above this, a viewer's dirty rectangles merge into their bounding box
 	handshakeDeadline  = 30 * time.Second
 	maxSetEncodingsLen = 1024
+	// defaultWriteTimeout is Options.WriteTimeout's default.
+	defaultWriteTimeout = time.Minute
 )
+
+// deadliner is a connection whose blocked reads and writes can be cut
+// short (a net.Conn, a WebSocket).
+type deadliner interface {
+	SetDeadline(t time.Time) error
+	SetWriteDeadline(t time.Time) error
+}
 
 // viewer is one connection's state shared by its reader and writer.
 type viewer struct {
@@ -94,7 +103,14 @@ func (v *viewer) stop(err error) {
 		v.err = err
 	}
 	v.mu.Unlock()
-	v.stopOnce.Do(func() { v.rw.Close() })
+	v.stopOnce.Do(func() {
+		// A WebSocket's Close writes a close frame first, under the lock
+		// a blocked write holds: the deadline ends that write.
+		if d, ok := v.rw.(deadliner); ok {
+			_ = d.SetDeadline(time.Now())
+		}
+		v.rw.Close()
+	})
 	v.signal()
 }
 
@@ -412,6 +428,9 @@ func (s *Server) write(v *viewer, w *watch) error {
 			continue
 		}
 		out = msg
+		if d, ok := v.rw.(deadliner); ok {
+			_ = d.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+		}
 		if _, err := v.rw.Write(msg); err != nil {
 			return err
 		}

@@ -16,10 +16,14 @@ import (
 	"time"
 )
 
-func newServer(t *testing.T, wd *world, in Input, released func()) *Server {
+func newServer(t *testing.T, wd *world, in Input, released func(), tweak ...func(*Options)) *Server {
 	t.Helper()
-	srv, err := NewServer(Options{Open: wd.Open, Input: in, Name: "drums test", Released: released,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	o := Options{Open: wd.Open, Input: in, Name: "drums test", Released: released,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, f := range tweak {
+		f(&o)
+	}
+	srv, err := NewServer(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,6 +431,41 @@ func TestParseVersion(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("%q: %d, want %d", in, got, want)
+		}
+	}
+}
+
+// A viewer that stops reading is dropped after WriteTimeout, and Close
+// ends a connection whose update is stuck on the way (a WebSocket's Close
+// would wait for the blocked write): the screen is released either way.
+func TestStuckViewer(t *testing.T) {
+	for _, byClose := range []bool{false, true} {
+		wd := newWorld(256, 256)
+		timeout := 50 * time.Millisecond
+		if byClose {
+			timeout = time.Hour
+		}
+		srv := newServer(t, wd, nil, nil, func(o *Options) { o.WriteTimeout = timeout })
+		s := connect(t, srv)
+		c := s.client(t)
+		c.Request(false) // and never read the 256 KiB it answers
+		if byClose {
+			deadline := time.Now().Add(10 * time.Second)
+			for srv.Viewers() != 1 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			srv.Close()
+		}
+		select {
+		case err := <-s.done:
+			if byClose && !errors.Is(err, ErrClosed) || !byClose && err == nil {
+				t.Errorf("close %v: Serve returned %v", byClose, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("close %v: a viewer that reads nothing is still served", byClose)
+		}
+		if _, closes, open := wd.counts(); closes != 1 || open != 0 {
+			t.Errorf("close %v: %d closes, %d open", byClose, closes, open)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"image"
 	"log/slog"
 	"sync"
+	"time"
 )
 
 // Screen is the desktop's screen as the live view follows it (the real one
@@ -50,13 +51,20 @@ type Options struct {
 	// Logger gets one line per viewer joining and leaving; default
 	// slog.Default().
 	Logger *slog.Logger
+	// WriteTimeout drops a viewer that does not take an update within it
+	// (a frozen tab, a peer gone without a word), which would keep the
+	// screen open for ever; default a minute. It must stay above what a
+	// slow link takes to carry a whole Raw frame: 8 MB at 1920x1080, 7 s
+	// at 10 Mbit/s. It applies to connections that have deadlines.
+	WriteTimeout time.Duration
 }
 
 // Server serves viewers over byte streams (Serve). Nothing runs while no
 // viewer is connected: no screen is open and no goroutine is left.
 type Server struct {
-	opts Options
-	log  *slog.Logger
+	opts         Options
+	log          *slog.Logger
+	writeTimeout time.Duration
 
 	mu      sync.Mutex // guards the fields below
 	watch   *watch     // nil while nobody watches
@@ -74,7 +82,11 @@ func NewServer(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{opts: opts, log: log, conns: map[*viewer]struct{}{}}, nil
+	wt := opts.WriteTimeout
+	if wt <= 0 {
+		wt = defaultWriteTimeout
+	}
+	return &Server{opts: opts, log: log, writeTimeout: wt, conns: map[*viewer]struct{}{}}, nil
 }
 
 // Viewers is how many viewers are connected.
