@@ -447,7 +447,7 @@ func stack(p *Plan, launcher string) []Proc {
 			Needs: []string{"xvfb"}, Ready: "log", ReadyLine: wmReadyLine},
 		{Name: "at-spi", Argv: []string{launcher, "--launch-immediately", "--a11y=1"},
 			Needs: []string{"xvfb", "dbus"}, Ready: "a11y"},
-		{Name: "guestd", Argv: []string{images.GuestdPath, "--listen", fmt.Sprintf("0.0.0.0:%d", p.GuestPort)},
+		{Name: "guestd", Argv: []string{images.GuestdPath, "--listen", fmt.Sprintf("0.0.0.0:%d", p.GuestPort), "--vnc-listen", "0.0.0.0:8006"},
 			Needs: []string{"xvfb", "dbus"}, Ready: "log", ReadyLine: "msg=listening", Essential: true},
 	}
 }

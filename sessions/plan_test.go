@@ -167,7 +167,7 @@ func TestPlan(t *testing.T) {
 	if x := p.Stack[0].Argv; !slices.Contains(x, "-noreset") || !slices.Contains(x, "-displayfd") || !slices.Contains(x, "GLX") {
 		t.Errorf("Xvfb argv %v", x)
 	}
-	if g := p.Stack[4].Argv; !slices.Equal(g, []string{images.GuestdPath, "--listen", "0.0.0.0:5000"}) {
+	if g := p.Stack[4].Argv; !slices.Equal(g, []string{images.GuestdPath, "--listen", "0.0.0.0:5000", "--vnc-listen", "0.0.0.0:8006"}) {
 		t.Errorf("guestd argv %v", g)
 	}
 	if p.Stack[3].Argv[0] != "/usr/libexec/at-spi-bus-launcher" {

@@ -35,6 +35,11 @@ type config struct {
 	// in flight before it returns the Go heap's free pages to the OS, and
 	// before it also releases the screen capture frame; 0 never.
 	IdleHeap, IdleFrame time.Duration
+	// VNCListen is the live view's address ("" serves none); VNCWeb is
+	// noVNC's directory; VNCTakeover passes the viewers' input on.
+	VNCListen   string
+	VNCWeb      string
+	VNCTakeover bool
 }
 
 // shutdownGrace bounds how long requests in flight may take to finish on
@@ -69,7 +74,7 @@ func Main(args []string, getenv func(string) string, stdout, stderr *os.File) in
 // parseFlags reads the command line; getenv supplies the defaults that
 // come from the environment.
 func parseFlags(args []string, getenv func(string) string, out io.Writer) (config, error) {
-	cfg := config{Listen: "0.0.0.0:5000", IdleHeap: defaultIdleHeap, IdleFrame: defaultIdleFrame}
+	cfg := config{Listen: "0.0.0.0:5000", IdleHeap: defaultIdleHeap, IdleFrame: defaultIdleFrame, VNCWeb: guestd.DefaultNoVNC}
 	fs := flag.NewFlagSet("guestd", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() {
@@ -112,6 +117,14 @@ Flags:
 		"after this `duration` without a request, return the Go heap's free memory to the OS; 0 never")
 	fs.DurationVar(&cfg.IdleFrame, "idle-frame", cfg.IdleFrame,
 		"after this `duration` without a request, also release the screen capture buffer (the MIT-SHM\nsegment the X server shares, 8 MB at 1920x1080); the next screenshot rebuilds it (~10 ms); 0 never")
+	fs.StringVar(&cfg.VNCListen, "vnc-listen", "",
+		"also serve the live view on this `address` (a desktop's stack uses 0.0.0.0:8006, OSWorld's noVNC port):\n"+
+			"noVNC's page, and its RFB WebSocket at /websockify, which captures the screen only while a viewer\n"+
+			"is connected; default none")
+	fs.StringVar(&cfg.VNCWeb, "vnc-web", cfg.VNCWeb, "noVNC's `directory` (Debian's novnc package), served by the live view")
+	fs.BoolVar(&cfg.VNCTakeover, "vnc-takeover", false,
+		"let live viewers' keyboard and mouse drive the desktop (through XTEST); default view-only: their\n"+
+			"events are read and dropped")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -201,6 +214,14 @@ func run(ctx context.Context, cfg config) error {
 	}
 	defer srv.Close()
 
+	if cfg.VNCListen != "" {
+		// Before guestd says it listens: a desktop is ready when both are.
+		stopLive, err := serveLive(cfg, disp)
+		if err != nil {
+			return err
+		}
+		defer stopLive()
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)

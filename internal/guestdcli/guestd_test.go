@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/websocket"
+
+	"github.com/drums-dev/drums/internal/rfb"
 	"github.com/drums-dev/drums/internal/testutil"
 )
 
@@ -34,13 +37,15 @@ func TestParseFlags(t *testing.T) {
 		cfg.Guest.Python != "/usr/bin/python3" || cfg.Guest.MaxBody != 1<<30 ||
 		cfg.Guest.RecordingPath != "/tmp/recording.mp4" || cfg.Guest.NoFastPath || cfg.LogLevel.String() != "INFO" ||
 		cfg.IdleHeap != 2*time.Second || cfg.IdleFrame != time.Minute ||
-		cfg.Guest.AllowOrigins != nil || cfg.Guest.AllowHosts != nil {
+		cfg.Guest.AllowOrigins != nil || cfg.Guest.AllowHosts != nil ||
+		cfg.VNCListen != "" || cfg.VNCWeb != "/usr/share/novnc" || cfg.VNCTakeover {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	cfg, err = parseFlags([]string{"--listen", "127.0.0.1:0", "--display", ":9", "--home", "/h", "--log-level", "debug",
 		"--no-fast-path", "--python", "/opt/py", "--max-body", "16MiB", "--recording-path", "/r.mp4",
 		"--idle-heap", "0", "--idle-frame", "5s", "--allow-origin", "https://dash.example:8443", "--allow-host", "vm-1.lan",
-		"--allow-origin", "http://localhost:3000", "--allow-host", "vm-2.lan"}, env(nil), io.Discard)
+		"--allow-origin", "http://localhost:3000", "--allow-host", "vm-2.lan",
+		"--vnc-listen", "0.0.0.0:8006", "--vnc-web", "/opt/novnc", "--vnc-takeover"}, env(nil), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +53,8 @@ func TestParseFlags(t *testing.T) {
 		!cfg.Guest.NoFastPath || cfg.Guest.Python != "/opt/py" || cfg.Guest.MaxBody != 16<<20 || cfg.Guest.RecordingPath != "/r.mp4" ||
 		cfg.IdleHeap != 0 || cfg.IdleFrame != 5*time.Second ||
 		!slices.Equal(cfg.Guest.AllowOrigins, []string{"https://dash.example:8443", "http://localhost:3000"}) ||
-		!slices.Equal(cfg.Guest.AllowHosts, []string{"vm-1.lan", "vm-2.lan"}) {
+		!slices.Equal(cfg.Guest.AllowHosts, []string{"vm-1.lan", "vm-2.lan"}) ||
+		cfg.VNCListen != "0.0.0.0:8006" || cfg.VNCWeb != "/opt/novnc" || !cfg.VNCTakeover {
 		t.Errorf("flags: %+v", cfg)
 	}
 	for _, args := range [][]string{
@@ -81,7 +87,7 @@ func TestHelp(t *testing.T) {
 		t.Fatalf("--help: %v", err)
 	}
 	for _, name := range []string{"listen", "display", "home", "log-level", "no-fast-path", "python", "max-body", "recording-path",
-		"idle-heap", "idle-frame", "allow-origin", "allow-host"} {
+		"idle-heap", "idle-frame", "allow-origin", "allow-host", "vnc-listen", "vnc-web", "vnc-takeover"} {
 		if !strings.Contains(out.String(), "-"+name+" ") && !strings.Contains(out.String(), "-"+name+"\n") {
 			t.Errorf("--help does not explain --%s:\n%s", name, out.String())
 		}
@@ -171,7 +177,9 @@ func TestServe(t *testing.T) {
 	testutil.Tier1(t, "Xvfb")
 	d := testutil.StartDesktop(t, testutil.DesktopOptions{Width: 800, Height: 600})
 	base, p := startGuestd(t, d, nil)
-	cmd := p.Cmd
+	if p.live != "" {
+		t.Errorf("a live view at %s without --vnc-listen", p.live)
+	}
 
 	resp, err := http.Get(base + "/screenshot")
 	if err != nil {
@@ -189,7 +197,13 @@ func TestServe(t *testing.T) {
 		t.Errorf("GET /: %v %v", resp, err)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	terminate(t, p)
+}
+
+// terminate sends SIGTERM and expects a clean exit.
+func terminate(t *testing.T, p *guestdProc) {
+	t.Helper()
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -202,24 +216,37 @@ func TestServe(t *testing.T) {
 	}
 }
 
+// guestdProc is a running guestd; live is its live view's base URL, if
+// it said it serves one before it said it listens.
+type guestdProc struct {
+	*testutil.Proc
+	live string
+}
+
 // startGuestd runs the guestd binary on d, prefixed by wrapper (a command
-// that execs its arguments, such as unshare, or nil), and returns its base
-// URL once it says where it listens.
-func startGuestd(t testing.TB, d *testutil.Desktop, wrapper []string) (string, *testutil.Proc) {
+// that execs its arguments, such as unshare, or nil), with extra flags,
+// and returns its base URL once it says where it listens.
+func startGuestd(t testing.TB, d *testutil.Desktop, wrapper []string, extra ...string) (string, *guestdProc) {
 	t.Helper()
 	argv := append(append([]string{}, wrapper...), guestdBinary(t), "--listen", "127.0.0.1:0", "--display", d.X.Display,
 		"--home", d.Home, "--recording-path", filepath.Join(t.TempDir(), "rec.mp4"))
+	argv = append(argv, extra...)
 	cmd := testutil.Command(d.Env(), argv[0], argv[1:]...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := testutil.StartCmd(t, cmd)
+	p := &guestdProc{Proc: testutil.StartCmd(t, cmd)}
 	addr := make(chan string, 1)
+	live := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		re := regexp.MustCompile(`msg=listening .*address=(\S+)`)
+		reLive := regexp.MustCompile(`msg="live view listening" .*address=(\S+)`)
 		for sc.Scan() {
+			if m := reLive.FindStringSubmatch(sc.Text()); m != nil {
+				live <- m[1]
+			}
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
 				addr <- m[1]
 			}
@@ -231,9 +258,75 @@ func startGuestd(t testing.TB, d *testutil.Desktop, wrapper []string) (string, *
 		if !ok {
 			t.Fatalf("guestd exited before listening: %v", p.Err())
 		}
+		select {
+		case l := <-live:
+			p.live = "http://" + l
+		default:
+		}
 		return "http://" + a, p
 	case <-testutil.WithTimeout(t).Done():
 		t.Fatal("guestd did not say where it listens")
 	}
 	return "", nil
+}
+
+// TestServeLive runs the binary with --vnc-listen: it says where the live
+// view listens (before guestd itself does), holds no X connection for it
+// until a viewer connects, and gives it up when the viewer leaves.
+func TestServeLive(t *testing.T) {
+	testutil.Tier1(t, "Xvfb")
+	d := testutil.StartDesktop(t, testutil.DesktopOptions{Width: 800, Height: 600})
+	base, p := startGuestd(t, d, nil, "--vnc-listen", "127.0.0.1:0")
+	if p.live == "" {
+		t.Fatal("guestd did not say where the live view listens")
+	}
+	if resp, err := http.Get(base + "/screenshot"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/screenshot: %v %v", resp, err)
+	}
+	unwatched, err := testutil.XClients(d.X.Display)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.Get(p.live + "/"); err != nil || resp.StatusCode != 200 {
+		// Redirected to vnc.html: 200 with the image's noVNC, 404
+		// without (the host's own runs have none).
+		if resp == nil || resp.StatusCode != 404 {
+			t.Errorf("GET /: %v %v", resp, err)
+		}
+	}
+	if n, _ := testutil.XClients(d.X.Display); n != unwatched {
+		t.Fatalf("the page alone made %d X clients of %d", n, unwatched)
+	}
+	ws, err := websocket.Dial("ws"+strings.TrimPrefix(p.live, "http")+"/websockify", "", p.live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.PayloadType = websocket.BinaryFrame
+	c, err := rfb.NewClient(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := c.FB.Rect.Size(); b.X != 800 || b.Y != 600 {
+		t.Errorf("ServerInit size %v", b)
+	}
+	c.Request(false)
+	if _, err := c.ReadUpdate(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := testutil.XClients(d.X.Display); n != unwatched+1 {
+		t.Errorf("watched: %d X clients, want %d", n, unwatched+1)
+	}
+	ws.Close()
+	deadline := time.Now().Add(testutil.ReadyTimeout)
+	for {
+		n, _ := testutil.XClients(d.X.Display)
+		if n == unwatched {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the viewer left: %d X clients, %d unwatched", n, unwatched)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	terminate(t, p)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/res"
 	"github.com/jezek/xgb/xproto"
 )
 
@@ -152,4 +153,26 @@ func WaitWindow(ctx context.Context, display, class string) (uint32, error) {
 		return false, nil
 	})
 	return found, err
+}
+
+// XClients is how many clients are connected to the X server on display,
+// not counting the connection that asks (X-Resource's QueryClients): what
+// a test checks to see that something holds no X connection.
+func XClients(display string) (int, error) {
+	conn, err := xgb.NewConnDisplay(display)
+	if err != nil {
+		return 0, fmt.Errorf("connect to %s: %w", display, err)
+	}
+	defer conn.Close()
+	if err := res.Init(conn); err != nil {
+		return 0, fmt.Errorf("init X-Resource: %w", err)
+	}
+	if _, err := res.QueryVersion(conn, 1, 2).Reply(); err != nil {
+		return 0, fmt.Errorf("query X-Resource version: %w", err)
+	}
+	r, err := res.QueryClients(conn).Reply()
+	if err != nil {
+		return 0, fmt.Errorf("query X clients: %w", err)
+	}
+	return int(r.NumClients) - 1, nil
 }

@@ -92,14 +92,20 @@ func (c *conn) releaseFrame() {
 	c.shot.forget()
 }
 
-// grab captures the screen as a ZPixmap of stride bytes per row, through
-// MIT-SHM when the server can attach our segment and core GetImage
-// otherwise. The bytes are valid until the next grab or ReleaseFrame.
-// Called with the capture lock held.
+// grab captures the screen's top-left w x h pixels (the whole screen) as
+// a ZPixmap of stride bytes per row; see grabArea.
 func (c *conn) grab(ctx context.Context, w, h int) ([]byte, int, error) {
-	stride := c.format.stride(w)
+	return c.grabArea(ctx, image.Rect(0, 0, w, h))
+}
+
+// grabArea captures r (inside the screen) as a ZPixmap of stride bytes
+// per row, through MIT-SHM when the server can attach our segment and core
+// GetImage otherwise. The bytes are valid until the next grab or
+// ReleaseFrame. Called with the capture lock held.
+func (c *conn) grabArea(ctx context.Context, r image.Rectangle) ([]byte, int, error) {
+	stride := c.format.stride(r.Dx())
 	if !c.shmOff {
-		src, err := c.grabSHM(ctx, w, h, stride)
+		src, err := c.grabSHM(ctx, r, stride)
 		switch {
 		case err == nil:
 			return src, stride, nil
@@ -111,7 +117,7 @@ func (c *conn) grab(ctx context.Context, w, h int) ([]byte, int, error) {
 			return nil, 0, err
 		}
 	}
-	src, err := c.grabCore(ctx, w, h, stride)
+	src, err := c.grabCore(ctx, r, stride)
 	return src, stride, err
 }
 
@@ -132,8 +138,8 @@ func (c *conn) screenFrame(src []byte, stride, w, h int) frame {
 
 // grabSHM captures into the connection's shared-memory segment. Called
 // with the capture lock held.
-func (c *conn) grabSHM(ctx context.Context, w, h, stride int) ([]byte, error) {
-	size := stride * h
+func (c *conn) grabSHM(ctx context.Context, r image.Rectangle, stride int) ([]byte, error) {
+	size := stride * r.Dy()
 	if c.seg != nil && len(c.seg.data) < size {
 		c.seg.release(c.x)
 		c.seg = nil
@@ -148,7 +154,7 @@ func (c *conn) grabSHM(ctx context.Context, w, h, stride int) ([]byte, error) {
 		}
 		c.seg = seg
 	}
-	cookie := shm.GetImage(c.x, xproto.Drawable(c.root), 0, 0, uint16(w), uint16(h),
+	cookie := shm.GetImage(c.x, xproto.Drawable(c.root), int16(r.Min.X), int16(r.Min.Y), uint16(r.Dx()), uint16(r.Dy()),
 		0xffffffff, xproto.ImageFormatZPixmap, c.seg.seg, 0)
 	if _, err := await(ctx, cookie.Reply); err != nil {
 		if isXError(err) {
@@ -162,9 +168,10 @@ func (c *conn) grabSHM(ctx context.Context, w, h, stride int) ([]byte, error) {
 // grabCore captures through core GetImage: the whole image travels over the
 // socket (8 MB for 1920x1080), about 9 ms instead of 1.5, into a buffer xgb
 // allocates for every reply.
-func (c *conn) grabCore(ctx context.Context, w, h, stride int) ([]byte, error) {
+func (c *conn) grabCore(ctx context.Context, r image.Rectangle, stride int) ([]byte, error) {
+	h := r.Dy()
 	cookie := xproto.GetImage(c.x, xproto.ImageFormatZPixmap, xproto.Drawable(c.root),
-		0, 0, uint16(w), uint16(h), 0xffffffff)
+		int16(r.Min.X), int16(r.Min.Y), uint16(r.Dx()), uint16(h), 0xffffffff)
 	// The raw reply avoids xgb copying 8 MB into a second slice: a GetImage
 	// reply is a 32-byte header followed by the pixels.
 	raw, err := await(ctx, cookie.Cookie.Reply)
@@ -172,7 +179,7 @@ func (c *conn) grabCore(ctx context.Context, w, h, stride int) ([]byte, error) {
 		return nil, fmt.Errorf("get image: %w", err)
 	}
 	if len(raw) < 32+stride*h {
-		return nil, fmt.Errorf("get image: reply of %d bytes for %dx%d", len(raw), w, h)
+		return nil, fmt.Errorf("get image: reply of %d bytes for %dx%d", len(raw), r.Dx(), h)
 	}
 	return raw[32 : 32+stride*h], nil
 }

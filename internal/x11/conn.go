@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/damage"
 	"github.com/jezek/xgb/shm"
 	"github.com/jezek/xgb/xfixes"
 	"github.com/jezek/xgb/xproto"
@@ -37,6 +38,9 @@ type conn struct {
 	// lookup re-reads the keyboard mapping.
 	keymapStale atomic.Bool
 	drained     chan struct{}
+	// changed, on a Watcher's connection only (nil otherwise), receives a
+	// token (it holds one) on every DamageNotify and XFixes CursorNotify.
+	changed chan struct{}
 
 	// capLock (a one-slot semaphore, so that waiting for it honours a
 	// context) is held by one capture, from its request until it is done
@@ -60,7 +64,9 @@ type conn struct {
 	atoms  map[string]xproto.Atom
 }
 
-func dial(name string, noSHM bool) (*conn, error) {
+// dial connects to display name. changed is conn.changed: nil but for a
+// Watcher.
+func dial(name string, noSHM bool, changed chan struct{}) (*conn, error) {
 	x, err := xgb.NewConnDisplay(name)
 	if err != nil {
 		return nil, fmt.Errorf("connect to X display %s: %w", name, err)
@@ -73,6 +79,7 @@ func dial(name string, noSHM bool) (*conn, error) {
 		minKeycode: setup.MinKeycode,
 		maxKeycode: setup.MaxKeycode,
 		drained:    make(chan struct{}),
+		changed:    changed,
 		capLock:    make(chan struct{}, 1),
 		atoms:      map[string]xproto.Atom{},
 	}
@@ -98,8 +105,10 @@ func dial(name string, noSHM bool) (*conn, error) {
 // xgb's reader blocks once 5000 events or unchecked-request errors are
 // queued, which would stall every reply, so something must always read.
 // MappingNotify (sent to every client, unasked) marks the keymap stale;
-// errors of unchecked requests are dropped because every request whose
-// failure matters is checked or followed by a checked one.
+// a Watcher's DamageNotify and CursorNotify wake it (the events themselves
+// carry nothing it needs); errors of unchecked requests are dropped
+// because every request whose failure matters is checked or followed by a
+// checked one.
 func (c *conn) events() {
 	defer close(c.drained)
 	for {
@@ -108,8 +117,16 @@ func (c *conn) events() {
 			c.dead.Store(true)
 			return
 		}
-		if _, ok := ev.(xproto.MappingNotifyEvent); ok {
+		switch ev.(type) {
+		case xproto.MappingNotifyEvent:
 			c.keymapStale.Store(true)
+		case damage.NotifyEvent, xfixes.CursorNotifyEvent:
+			if c.changed != nil {
+				select {
+				case c.changed <- struct{}{}:
+				default: // a token is already waiting
+				}
+			}
 		}
 	}
 }

@@ -42,7 +42,7 @@ func Open(display string) (*Display, error) {
 		return nil, ErrNoDisplay
 	}
 	d := &Display{name: display}
-	if c, err := dial(display, false); err == nil {
+	if c, err := dial(display, false, nil); err == nil {
 		d.cur = c
 	}
 	return d, nil
@@ -79,7 +79,7 @@ func (d *Display) conn() (*conn, error) {
 		d.cur.close()
 		d.cur = nil
 	}
-	c, err := dial(d.name, d.noSHM)
+	c, err := dial(d.name, d.noSHM, nil)
 	if err != nil {
 		return nil, err
 	}

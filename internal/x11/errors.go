@@ -19,6 +19,9 @@ var (
 	// ErrPixelFormat means the screen's pixel format is not one Capture
 	// converts (it handles 16, 24 and 32 bits per pixel with channel masks).
 	ErrPixelFormat = errors.New("unsupported X pixel format")
+	// ErrNoDamage means the X server lacks the DAMAGE or XFixes
+	// extension, which a Watcher follows the screen by.
+	ErrNoDamage = errors.New("X server lacks the DAMAGE or XFixes extension")
 	// ErrCoordinate means a pointer coordinate does not fit the protocol's
 	// signed 16-bit field.
 	ErrCoordinate = errors.New("pointer coordinate outside the X protocol's 16-bit range")

@@ -132,9 +132,11 @@ func (c *conn) askCursor() *cursorRequest {
 }
 
 // shownCursor is a cursor image and where compositeCursor draws it: its
-// top-left corner at the pointer. nil stands for no cursor drawn.
+// top-left corner at the pointer. nil stands for no cursor drawn. A
+// Watcher draws it with its hotspot (hotX, hotY) at the pointer instead.
 type shownCursor struct {
 	x, y, w, h int
+	hotX, hotY int
 	argb       []uint32
 }
 
@@ -155,7 +157,8 @@ func (c *conn) readCursor(ctx context.Context, cur *cursorRequest) (*shownCursor
 	if err != nil {
 		return nil, nil
 	}
-	return &shownCursor{x: int(ptr.RootX), y: int(ptr.RootY), w: int(ci.Width), h: int(ci.Height), argb: ci.CursorImage}, nil
+	return &shownCursor{x: int(ptr.RootX), y: int(ptr.RootY), w: int(ci.Width), h: int(ci.Height),
+		hotX: int(ci.Xhot), hotY: int(ci.Yhot), argb: ci.CursorImage}, nil
 }
 
 // equal reports whether s and o draw the same pixels in the same place.

@@ -79,6 +79,14 @@ func (p *painter) sync(t testing.TB) {
 // screen without the cursor, then the cursor composited at the pointer.
 func todaysFrame(t testing.TB, ctx context.Context, d *Display) *image.RGBA {
 	t.Helper()
+	img, cur := frameAndCursor(t, ctx, d)
+	compositeCursor(rgbaFrame(img), cur.x, cur.y, cur.w, cur.h, cur.argb)
+	return img
+}
+
+// frameAndCursor is the screen without the cursor, and the cursor.
+func frameAndCursor(t testing.TB, ctx context.Context, d *Display) (*image.RGBA, *shownCursor) {
+	t.Helper()
 	img, err := d.Capture(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +95,7 @@ func todaysFrame(t testing.TB, ctx context.Context, d *Display) *image.RGBA {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur, err := xfixes.GetCursorImage(c.x).Reply()
+	ci, err := xfixes.GetCursorImage(c.x).Reply()
 	if err != nil {
 		t.Fatalf("cursor image: %v", err)
 	}
@@ -95,8 +103,8 @@ func todaysFrame(t testing.TB, ctx context.Context, d *Display) *image.RGBA {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compositeCursor(rgbaFrame(img), int(ptr.RootX), int(ptr.RootY), int(cur.Width), int(cur.Height), cur.CursorImage)
-	return img
+	return img, &shownCursor{x: int(ptr.RootX), y: int(ptr.RootY), w: int(ci.Width), h: int(ci.Height),
+		hotX: int(ci.Xhot), hotY: int(ci.Yhot), argb: ci.CursorImage}
 }
 
 // ScreenshotPNG follows every change, whole-screen or small, of the

@@ -26,7 +26,10 @@ type Recipe struct {
 // actions call (python3 with the modules OSWorld's main.py imports, sudo,
 // wmctrl, xdg-open, ffmpeg, gsettings, scrot), two terminals, and what the
 // tier-1 tests of the stack drive (GTK 3 and 4 demo apps, zenity, the
-// pyatspi reference walk, ImageMagick, ip and nft to show them refused).
+// pyatspi reference walk, ImageMagick, ip and nft to show them refused),
+// and noVNC's page, which guestd's live view serves (port 8006; Debian's
+// package drags in nodejs, numpy and websockify, about 110 MB that guestd
+// does not use: it speaks RFB over the WebSocket itself).
 var corePackages = []string{
 	"xvfb", "openbox", "wmctrl", "x11-xserver-utils", "x11-utils",
 	"dbus", "at-spi2-core", "dconf-gsettings-backend", "dconf-cli", "gsettings-desktop-schemas", "libglib2.0-bin",
@@ -37,6 +40,7 @@ var corePackages = []string{
 	"python3", "python3-pyatspi", "python3-gi", "gir1.2-gtk-3.0", "python3-xlib", "python3-pil",
 	"python3-lxml", "python3-requests", "python3-flask", "python3-psutil",
 	"gtk-3-examples", "gtk-4-examples", "zenity", "imagemagick", "scrot",
+	"novnc",
 }
 
 // osworldPackages are OSWorld's applications (Chromium as google-chrome,

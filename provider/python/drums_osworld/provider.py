@@ -19,7 +19,8 @@ from .daemon import Daemon, NotFound
 
 # OSWorld's default ports inside a guest: every drums desktop has its own
 # network namespace, so Chromium's debugging port and VLC's HTTP port are
-# the guest's own, as in a VM. drums has no VNC; 8006 is OSWorld's default.
+# the guest's own, as in a VM. 8006 is the live view, as on OSWorld's docker
+# provider: guestd serves noVNC's page there (view-only).
 CHROMIUM_PORT = 9222
 VNC_PORT = 8006
 VLC_PORT = 8080
