@@ -73,51 +73,11 @@ func sessionPSS(s *Session) (total int, byName map[string]int, err error) {
 	return total, byName, nil
 }
 
-// stepLog collects the "session step" records the engine logs: when each
-// step of init was done, in ms since init started.
-type stepLog struct {
-	mu    sync.Mutex
-	steps map[string][]float64
-}
-
-func (l *stepLog) Enabled(context.Context, slog.Level) bool { return true }
-func (l *stepLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *stepLog) WithGroup(string) slog.Handler            { return l }
-func (l *stepLog) Handle(_ context.Context, r slog.Record) error {
-	if r.Message != "session step" {
-		return nil
-	}
-	var step string
-	var at float64
-	r.Attrs(func(a slog.Attr) bool {
-		switch a.Key {
-		case "step":
-			step = a.Value.String()
-		case "ms":
-			at = a.Value.Float64()
-		}
-		return true
-	})
-	l.mu.Lock()
-	l.steps[step] = append(l.steps[step], at)
-	l.mu.Unlock()
-	return nil
-}
-
-func (l *stepLog) print() {
-	type row struct {
-		step string
-		med  float64
-	}
-	var rows []row
-	for step, v := range l.steps {
-		slices.Sort(v)
-		rows = append(rows, row{step, v[len(v)/2]})
-	}
-	slices.SortFunc(rows, func(a, b row) int { return int(a.med*1000 - b.med*1000) })
+// printSteps prints the median of each init step StepLog kept.
+func printSteps(l *StepLog) {
 	fmt.Print("init steps (median ms since init started):")
-	for _, r := range rows {
-		fmt.Printf(" %s %.1f", r.step, r.med)
+	for _, st := range l.Take() {
+		fmt.Printf(" %s %.1f", st.Name, st.Ms)
 	}
 	fmt.Println()
 }
@@ -125,7 +85,7 @@ func (l *stepLog) print() {
 func BenchmarkLifecycle(b *testing.B) {
 	w := needWorld(b)
 	ctx := context.Background()
-	steps := &stepLog{steps: map[string][]float64{}}
+	steps := &StepLog{}
 	cfg := w.config()
 	cfg.Logger = slog.New(steps)
 	eng, err := New(cfg)
@@ -144,7 +104,7 @@ func BenchmarkLifecycle(b *testing.B) {
 			created = append(created, time.Since(start))
 			ss = append(ss, s)
 		}
-		steps.print()
+		printSteps(steps)
 		// Idle PSS with all of them up, once every desktop has idled
 		// past guestd's release stages.
 		time.Sleep(idleSettle)

@@ -137,7 +137,7 @@ func (e *Engine) start(ctx context.Context, rec *record) error {
 			}
 			switch m.Type {
 			case "step":
-				e.log.Debug("session step", "id", p.ID, "step", m.Step, "ms", m.Millis)
+				e.log.Debug(stepMessage, "id", p.ID, "step", m.Step, "ms", m.Millis)
 				if m.Step == "guestd" {
 					startProbe()
 				}

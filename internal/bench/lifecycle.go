@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/drums-dev/drums/compat"
@@ -36,7 +34,7 @@ type SessionsResult struct {
 	Remove   compat.Stats  `json:"remove"`
 	// InitSteps are the median times at which a create's init finished
 	// each step, since init started, in the order they finish.
-	InitSteps []InitStep `json:"init_steps"`
+	InitSteps []sessions.StepTime `json:"init_steps"`
 	// PSS is the summed proportional set size of each desktop's
 	// processes after Idle with all of them up, in KiB; ByProcess its
 	// mean per desktop by process name, largest first.
@@ -48,78 +46,10 @@ type SessionsResult struct {
 	HostPerDesktop int64 `json:"host_per_desktop_kib"`
 }
 
-// InitStep is one step of a session's init.
-type InitStep struct {
-	Name string  `json:"name"`
-	Ms   float64 `json:"ms"`
-}
-
 // MemRow is a process name's memory per desktop, in KiB.
 type MemRow struct {
 	Name string `json:"name"`
 	KiB  int64  `json:"kib"`
-}
-
-// StepLog is a log handler for the engine: it keeps when each step of a
-// session's init was done (the engine's "session step" records, at debug
-// level) and drops everything else.
-type StepLog struct {
-	mu    sync.Mutex
-	steps map[string][]float64
-}
-
-var _ slog.Handler = (*StepLog)(nil)
-
-func (l *StepLog) Enabled(context.Context, slog.Level) bool { return true }
-func (l *StepLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *StepLog) WithGroup(string) slog.Handler            { return l }
-
-// Handle implements slog.Handler.
-func (l *StepLog) Handle(_ context.Context, r slog.Record) error {
-	if r.Message != "session step" {
-		return nil
-	}
-	var name string
-	var ms float64
-	var ok bool
-	r.Attrs(func(a slog.Attr) bool {
-		switch {
-		case a.Key == "step":
-			name = a.Value.String()
-		case a.Key == "ms" && a.Value.Kind() == slog.KindFloat64:
-			ms, ok = a.Value.Float64(), true
-		}
-		return true
-	})
-	if name == "" || !ok {
-		return nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.steps == nil {
-		l.steps = map[string][]float64{}
-	}
-	l.steps[name] = append(l.steps[name], ms)
-	return nil
-}
-
-// take returns the median of each step logged since the last take, in the
-// order the steps finish, and forgets them.
-func (l *StepLog) take() []InitStep {
-	if l == nil {
-		return nil
-	}
-	l.mu.Lock()
-	steps := l.steps
-	l.steps = nil
-	l.mu.Unlock()
-	var out []InitStep
-	for name, v := range steps {
-		slices.Sort(v)
-		out = append(out, InitStep{Name: name, Ms: v[len(v)/2]})
-	}
-	slices.SortFunc(out, func(a, b InitStep) int { return cmp.Or(cmp.Compare(a.Ms, b.Ms), cmp.Compare(a.Name, b.Name)) })
-	return out
 }
 
 // cleanupTimeout bounds the removal of what a part made, after a failure
@@ -130,7 +60,7 @@ const cleanupTimeout = 2 * time.Minute
 // ready: guestd answers GET /screenshot with a PNG), lets them all idle,
 // reads their memory, resets each, then removes each, timing every call.
 // Whatever fails, every desktop it made is removed.
-func runSessions(ctx context.Context, eng Engine, steps *StepLog, proc procfs, n int, image string, idle time.Duration, out io.Writer) (res *SessionsResult, err error) {
+func runSessions(ctx context.Context, eng Engine, steps *sessions.StepLog, proc procfs, n int, image string, idle time.Duration, out io.Writer) (res *SessionsResult, err error) {
 	res = &SessionsResult{Desktops: n, Image: image, Idle: idle}
 	res.begin()
 	var live []*sessions.Session
@@ -147,7 +77,7 @@ func runSessions(ctx context.Context, eng Engine, steps *StepLog, proc procfs, n
 	if err != nil {
 		return nil, err
 	}
-	steps.take() // only this part's creates
+	steps.Take() // only this part's creates
 	var created, reset, removed []time.Duration
 	for range n {
 		start := time.Now()
@@ -158,7 +88,7 @@ func runSessions(ctx context.Context, eng Engine, steps *StepLog, proc procfs, n
 		created = append(created, time.Since(start))
 		live = append(live, s)
 	}
-	res.Create, res.InitSteps = compat.NewStats(created), steps.take()
+	res.Create, res.InitSteps = compat.NewStats(created), steps.Take()
 	printStats(out, "create-to-ready", res.Create)
 	if len(res.InitSteps) > 0 {
 		fmt.Fprint(out, "  init steps (median ms since init started):")

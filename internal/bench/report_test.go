@@ -10,6 +10,7 @@ import (
 
 	"github.com/drums-dev/drums/compat"
 	"github.com/drums-dev/drums/internal/testutil"
+	"github.com/drums-dev/drums/sessions"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -32,7 +33,7 @@ func sampleReport() *Report {
 		LoadStart: "0.50 0.40 0.30", LoadEnd: "2.00 1.00 0.50", Upstream: "`main.py` from /up (DRUMS_UPSTREAM_PYTHONPATH=/lib)",
 		Sessions: &SessionsResult{Stamp: stamp, Desktops: 5, Image: "core", Idle: 65 * time.Second,
 			Create: stats(120*ms, 150*ms), Reset: stats(110*ms, 140*ms), Remove: stats(30*ms, 40*ms),
-			InitSteps: []InitStep{{"net", 5.1}, {"xvfb", 40.2}, {"guestd", 55}},
+			InitSteps: []sessions.StepTime{{Name: "net", Ms: 5.1}, {Name: "xvfb", Ms: 40.2}, {Name: "guestd", Ms: 55}},
 			PSS:       []int64{27000, 27500, 28000, 27200, 27300},
 			ByProcess: []MemRow{{"Xvfb", 12000}, {"guestd", 5000}, {"openbox", 4000}, {"drums", 2700}, {"drums-spawner", 2300}, {"at-spi2-registr", 1000},
 				{"at-spi-bus-laun", 900}, {"dbus-daemon", 600}},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drums-dev/drums/compat"
+	"github.com/drums-dev/drums/sessions"
 )
 
 // The parts of a run, in the order they run: the light desktops first, on
@@ -71,7 +72,7 @@ type Host struct {
 	// Engine makes the sessions part's light desktops; Steps, if not nil,
 	// is the log handler the engine was given.
 	Engine Engine
-	Steps  *StepLog
+	Steps  *sessions.StepLog
 	// Desktop brings up one desktop of the latency and step parts.
 	Desktop func(ctx context.Context) (Desktop, error)
 	// Proc is the host's /proc ("" is "/proc").

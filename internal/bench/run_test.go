@@ -62,7 +62,7 @@ func (e *fakeEngine) Remove(_ context.Context, id string) error {
 	return nil
 }
 
-func newFakeEngine(t *testing.T, steps *StepLog) *fakeEngine {
+func newFakeEngine(t *testing.T, steps *sessions.StepLog) *fakeEngine {
 	h := newFakeHost(t)
 	h.members(h.cgroup.Dirs["pids"], "10", "11")
 	h.addProc("10", "Xvfb", "0", "0", "1", "12288")
@@ -71,7 +71,7 @@ func newFakeEngine(t *testing.T, steps *StepLog) *fakeEngine {
 }
 
 func TestRunSessions(t *testing.T) {
-	steps := &StepLog{}
+	steps := &sessions.StepLog{}
 	e := newFakeEngine(t, steps)
 	e.log.Debug("session step", "step", "before the part", "ms", 1.0) // forgotten at its start
 	var out strings.Builder
@@ -83,7 +83,7 @@ func TestRunSessions(t *testing.T) {
 		t.Errorf("create %d, reset %d, remove %d, left %v", res.Create.N, res.Reset.N, res.Remove.N, e.live)
 	}
 	// Medians of 31..33 and 41..43, in the order they finish.
-	if want := []InitStep{{"xvfb", 32}, {"guestd", 42}}; !slices.Equal(res.InitSteps, want) {
+	if want := []sessions.StepTime{{Name: "xvfb", Ms: 32}, {Name: "guestd", Ms: 42}}; !slices.Equal(res.InitSteps, want) {
 		t.Errorf("init steps %v, want %v", res.InitSteps, want)
 	}
 	if !slices.Equal(res.PSS, []int64{16384, 16384, 16384}) || res.ByProcess[0] != (MemRow{"Xvfb", 12288}) || res.ByProcess[1] != (MemRow{"guestd", 4096}) {
@@ -142,7 +142,7 @@ func TestRun(t *testing.T) {
 	}
 	for _, upstream := range []bool{true, false} {
 		t.Run(fmt.Sprint("upstream=", upstream), func(t *testing.T) {
-			steps := &StepLog{}
+			steps := &sessions.StepLog{}
 			e := newFakeEngine(t, steps)
 			closed := 0
 			var mu sync.Mutex // desktops come up concurrently

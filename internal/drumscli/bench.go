@@ -208,7 +208,7 @@ func runBenchmarks(ctx context.Context, cfg benchConfig, s stdio) error {
 	if prefix == "" {
 		prefix = randomPrefix("bnc")
 	}
-	steps := &bench.StepLog{}
+	steps := &sessions.StepLog{}
 	eng, err := sessions.New(sessions.Config{Prefix: prefix, StateDir: state, ImageDir: cfg.ImageDir, Image: cfg.Image,
 		Guestd: cfg.Guestd, Logger: slog.New(steps)})
 	if err != nil {
