@@ -44,9 +44,9 @@ var defaultEngine = sessions.Config{Prefix: "drums", StateDir: "/var/lib/drums",
 // engineArgs set every engine flag but -v; engineSet is what they say.
 var (
 	engineArgs = []string{"--prefix", "zz", "--state-dir", "/sd", "--image-dir", "/id", "--image", "core", "--guestd", "/g",
-		"--network", "10.9.0.0/21", "--upper-on-disk"}
+		"--network", "10.9.0.0/21", "--upper-on-disk", "--memory-merge"}
 	engineSet = sessions.Config{Prefix: "zz", StateDir: "/sd", ImageDir: "/id", Image: "core", Guestd: "/g",
-		Network: netip.MustParsePrefix("10.9.0.0/21"), UpperOnDisk: true}
+		Network: netip.MustParsePrefix("10.9.0.0/21"), UpperOnDisk: true, MemoryMerge: true}
 )
 
 func TestParseServe(t *testing.T) {
