@@ -41,6 +41,7 @@ type Report struct {
 	Upstream   string               `json:"upstream,omitempty"`
 	NoUpstream string               `json:"no_upstream,omitempty"`
 	Sessions   *SessionsResult      `json:"sessions,omitempty"`
+	Density    []DensityResult      `json:"density,omitempty"`
 	Latency    *compat.BenchReport  `json:"latency,omitempty"`
 	Steps      []StepRow            `json:"steps,omitempty"`
 	StepLoop   *StepLoopDescription `json:"step_loop,omitempty"`
@@ -112,6 +113,9 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "\n![drums bench](%s.svg)\n", r.Name)
 	if s := r.Sessions; s != nil {
 		s.markdown(&b)
+	}
+	if len(r.Density) > 0 {
+		densityMarkdown(&b, r.Density)
 	}
 	if r.Latency != nil {
 		b.WriteString("\n## Request latency, one desktop\n\n")

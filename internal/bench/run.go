@@ -18,12 +18,13 @@ import (
 // a machine with nothing else of the run up.
 const (
 	PartSessions = "sessions"
+	PartDensity  = "density"
 	PartLatency  = "latency"
 	PartSteps    = "steps"
 )
 
 // Parts are every part, in order.
-var Parts = []string{PartSessions, PartLatency, PartSteps}
+var Parts = []string{PartSessions, PartDensity, PartLatency, PartSteps}
 
 // Config is what a run measures and where it writes.
 type Config struct {
@@ -47,6 +48,26 @@ type Config struct {
 	// step desktop (opens its application) before the loops; nil leaves
 	// the desktops empty.
 	StepSetup *compat.Benchmark
+	// Density are the density part's ramps, one after the other: each
+	// adds desktops of its workload until one answers GET /screenshot
+	// later than DensityLimit, fails, or MemAvailable would fall below
+	// DensityFloor (KiB), measuring DensitySettle after each step.
+	// Image is the image of the application workloads (LightImage that
+	// of the idle one).
+	Density       []DensitySpec
+	DensityLimit  time.Duration
+	DensityFloor  int64
+	DensitySettle time.Duration
+	Image         string
+	// KSM measures same-page merging where each ramp stopped: ksmd runs
+	// at KSMPagesToScan pages every KSMSleep until merging settles or
+	// KSMTime passes, and a ramp that memory stopped goes on with it.
+	// The host's KSM settings are put back after each ramp. The
+	// desktops must be marked (the engine's sessions.Config.MemoryMerge).
+	KSM            bool
+	KSMPagesToScan int
+	KSMSleep       time.Duration
+	KSMTime        time.Duration
 	// Out is the directory the report goes to, as Name.md, Name.svg and
 	// Name.json.
 	Out, Name string
@@ -75,8 +96,9 @@ type Host struct {
 	Steps  *sessions.StepLog
 	// Desktop brings up one desktop of the latency and step parts.
 	Desktop func(ctx context.Context) (Desktop, error)
-	// Proc is the host's /proc ("" is "/proc").
-	Proc string
+	// Proc is the host's /proc ("" is "/proc"), KSM its
+	// /sys/kernel/mm/ksm ("" is that).
+	Proc, KSM string
 	// Stdout gets the tables as they are measured, Stderr the progress.
 	Stdout, Stderr io.Writer
 }
@@ -93,6 +115,9 @@ func Run(ctx context.Context, cfg Config, host Host) (*Report, error) {
 	if host.Proc == "" {
 		host.Proc = "/proc"
 	}
+	if host.KSM == "" {
+		host.KSM = "/sys/kernel/mm/ksm"
+	}
 	rep := &Report{Started: time.Now().UTC(), Command: cfg.Command, Machine: compat.Machine(), LoadStart: compat.LoadAverages(3),
 		Upstream: cfg.Upstream, NoUpstream: cfg.NoUpstream, Name: cfg.Name}
 	say := func(format string, a ...any) { fmt.Fprintf(host.Stderr, "bench: "+format+"\n", a...) }
@@ -106,6 +131,13 @@ func Run(ctx context.Context, cfg Config, host Host) (*Report, error) {
 			return nil, fmt.Errorf("sessions: %w", err)
 		}
 		rep.Sessions = s
+	}
+	if slices.Contains(cfg.Parts, PartDensity) {
+		d, err := runDensity(ctx, cfg, host, procfs{host.Proc}, ksmfs{host.KSM}, say)
+		if err != nil {
+			return nil, err
+		}
+		rep.Density = d
 	}
 	// Desktops come up as a part needs them: the latency part runs with
 	// one up, each step loop with only as many as it steps on, so that no

@@ -55,6 +55,12 @@ func (e *fakeEngine) Reset(_ context.Context, id string) (*sessions.Session, err
 	return &sessions.Session{ID: id, Plan: &sessions.Plan{Cgroup: e.h.cgroup}}, nil
 }
 
+// Exec runs nothing: the parts over the fake engine run no command in a
+// desktop.
+func (e *fakeEngine) Exec(context.Context, string, []string, sessions.ExecOptions) (sessions.ExecResult, error) {
+	return sessions.ExecResult{}, errors.New("the fake engine runs no command")
+}
+
 func (e *fakeEngine) Remove(_ context.Context, id string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
