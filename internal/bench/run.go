@@ -44,6 +44,11 @@ type Config struct {
 	StepDesktops []int
 	StepDuration time.Duration
 	Rounds       int
+	// StepUpstreamMax, if positive, is the largest desktop count whose
+	// loop runs against upstream too: larger counts step drums alone,
+	// on desktops brought up without main.py (those of the smaller
+	// counts keep theirs, idle).
+	StepUpstreamMax int
 	// StepSetup, if not nil, is the benchmark whose setup readies every
 	// step desktop (opens its application) before the loops; nil leaves
 	// the desktops empty.
@@ -94,8 +99,9 @@ type Host struct {
 	// is the log handler the engine was given.
 	Engine Engine
 	Steps  *sessions.StepLog
-	// Desktop brings up one desktop of the latency and step parts.
-	Desktop func(ctx context.Context) (Desktop, error)
+	// Desktop brings up one desktop of the latency and step parts, with
+	// upstream main.py beside guestd if upstream (and the run has it).
+	Desktop func(ctx context.Context, upstream bool) (Desktop, error)
 	// Proc is the host's /proc ("" is "/proc"), KSM its
 	// /sys/kernel/mm/ksm ("" is that).
 	Proc, KSM string
@@ -146,7 +152,7 @@ func Run(ctx context.Context, cfg Config, host Host) (*Report, error) {
 	pool := &desktops{host: host, proc: procfs{host.Proc}, say: say}
 	defer pool.close()
 	if slices.Contains(cfg.Parts, PartLatency) {
-		desks, err := pool.grow(ctx, 1)
+		desks, err := pool.grow(ctx, 1, true)
 		if err != nil {
 			return nil, err
 		}
@@ -160,6 +166,9 @@ func Run(ctx context.Context, cfg Config, host Host) (*Report, error) {
 	}
 	if slices.Contains(cfg.Parts, PartSteps) {
 		d := &StepLoopDescription{Loop: cfg.StepDuration.Seconds(), Rounds: cfg.Rounds, Requests: describeSteps(DefaultSteps()), Setup: "nothing open"}
+		if cfg.Upstream != "" && cfg.StepUpstreamMax > 0 && slices.Max(cfg.StepDesktops) > cfg.StepUpstreamMax {
+			d.UpstreamMax = cfg.StepUpstreamMax
+		}
 		if b := cfg.StepSetup; b != nil {
 			d.Setup = fmt.Sprintf("%s, readied by the setup of the latency benchmark %s", b.Doc, b.Name)
 		}
@@ -189,9 +198,9 @@ type desktops struct {
 }
 
 // grow brings up desktops, desktopParallel at a time, until there are n,
-// and returns the first n. A desktop that came up stays for close, even
-// when another failed.
-func (p *desktops) grow(ctx context.Context, n int) ([]Desktop, error) {
+// with upstream beside guestd if upstream, and returns the first n. A
+// desktop that came up stays for close, even when another failed.
+func (p *desktops) grow(ctx context.Context, n int, upstream bool) ([]Desktop, error) {
 	more := n - len(p.desks)
 	if more <= 0 {
 		return p.desks[:n], nil
@@ -208,7 +217,7 @@ func (p *desktops) grow(ctx context.Context, n int) ([]Desktop, error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			d, err := p.host.Desktop(ctx)
+			d, err := p.host.Desktop(ctx, upstream)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -246,13 +255,13 @@ func runSteps(ctx context.Context, pool *desktops, cfg Config, out io.Writer, sa
 	for _, s := range steps {
 		order = append(order, s.Name)
 	}
-	servers := []compat.Server{compat.Guestd, compat.Upstream}
-	if cfg.Upstream == "" {
-		servers = servers[:1]
-	}
 	var rows []StepRow
 	for _, n := range cfg.StepDesktops {
-		desks, err := pool.grow(ctx, n)
+		servers := []compat.Server{compat.Guestd, compat.Upstream}
+		if cfg.Upstream == "" || cfg.StepUpstreamMax > 0 && n > cfg.StepUpstreamMax {
+			servers = servers[:1]
+		}
+		desks, err := pool.grow(ctx, n, len(servers) == 2)
 		if err != nil {
 			return nil, err
 		}

@@ -100,7 +100,8 @@ Upstream comes from the environment, as for drums compat:
 Without them drums bench says so and measures drums alone.
 
 The defaults finish in about 7 minutes on a 2-core machine. The issue's
-sizes: --step-desktops 1,10,50 --step-duration 30s --rounds 3, and
+sizes: --step-desktops 1,10,50 --step-duration 30s --rounds 3
+(--step-upstream-max 10: drums alone on 50), and
 --parts density --density chromium=150:5,calc=150:5,idle=300:25 --ksm
 (with nothing else on the machine: it fills memory to the floor).
 
@@ -133,6 +134,7 @@ Flags:
 	fs.StringVar(&desktops, "step-desktops", desktops, "desktop counts of the step loop, comma-separated (e.g. 1,10,50)")
 	fs.DurationVar(&r.StepDuration, "step-duration", r.StepDuration, "how long each step loop runs")
 	fs.IntVar(&r.Rounds, "rounds", r.Rounds, "step loops per server and desktop count")
+	fs.IntVar(&r.StepUpstreamMax, "step-upstream-max", 0, "step upstream main.py too only on desktop counts up to this (0: on every count); larger counts step drums alone, on desktops without main.py")
 	fs.StringVar(&cfg.StepSetup, "step-setup", "accessibility/gnome-terminal", "the built-in latency benchmark whose setup readies each step desktop (opens its application), or none for an empty desktop")
 	fs.StringVar(&cfg.Image, "image", sessions.DefaultImage, "the image of the latency and step desktops (upstream's main.py asks LibreOffice its version)")
 	fs.StringVar(&cfg.ImageDir, "image-dir", images.DefaultDir, "the image store")
@@ -184,6 +186,8 @@ Flags:
 		return cfg, fmt.Errorf("--step-duration %s: must be positive", r.StepDuration)
 	case r.Rounds < 1:
 		return cfg, fmt.Errorf("--rounds %d: must be at least 1", r.Rounds)
+	case r.StepUpstreamMax < 0:
+		return cfg, fmt.Errorf("--step-upstream-max %d: must not be negative", r.StepUpstreamMax)
 	case r.DensityLimit <= 0 || floorMiB < 0 || r.DensitySettle < 0:
 		return cfg, errors.New("--density-limit must be positive, --density-floor-mib and --density-settle not negative")
 	case r.KSMPagesToScan < 1 || r.KSMSleep < time.Millisecond || r.KSMTime <= 0:
@@ -293,8 +297,12 @@ func runBenchmarks(ctx context.Context, cfg benchConfig, s stdio) error {
 	fmt.Fprintf(s.err, "bench: sessions under the prefix %s\n", prefix)
 	rep, err := bench.Run(ctx, r, bench.Host{
 		Engine: eng, Steps: steps,
-		Desktop: func(ctx context.Context) (bench.Desktop, error) {
-			return bench.NewSessionDesktop(ctx, eng, tree, io.Discard)
+		Desktop: func(ctx context.Context, upstream bool) (bench.Desktop, error) {
+			t := tree
+			if !upstream {
+				t = compat.UpstreamTree{}
+			}
+			return bench.NewSessionDesktop(ctx, eng, t, io.Discard)
 		},
 		Stdout: s.out, Stderr: s.err,
 	})

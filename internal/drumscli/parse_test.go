@@ -229,13 +229,13 @@ func TestParseBench(t *testing.T) {
 			Out: "bench/results", Name: "bench", Command: "drums bench"}})
 	args := []string{"--parts", "steps, latency,steps", "--out", "o", "--name", "n", "--sessions", "2", "--idle", "1s", "--light-image", "l",
 		"--latency-n", "3", "--latency-warmup", "0", "--latency-run", "screenshot", "--latency-file", "f.json", "--step-desktops", "1,10,50",
-		"--step-duration", "2s", "--rounds", "3", "--step-setup", "none", "--image", "i", "--image-dir", "/id", "--guestd", "/g",
+		"--step-duration", "2s", "--rounds", "3", "--step-upstream-max", "10", "--step-setup", "none", "--image", "i", "--image-dir", "/id", "--guestd", "/g",
 		"--prefix", "bnctest", "--state-dir", "/sd", "--density", "idle=300,chromium=80:5", "--density-limit", "2s", "--density-floor-mib", "3072",
 		"--density-settle", "1s", "--ksm", "--ksm-pages-to-scan", "5000", "--ksm-sleep", "10ms", "--ksm-time", "1m"}
 	check(args, benchConfig{LatencyFile: "f.json", LatencyOnly: "screenshot", StepSetup: "none", Prefix: "bnctest", StateDir: "/sd",
 		ImageDir: "/id", Image: "i", Guestd: "/g",
 		Run: bench.Config{Parts: []string{"steps", "latency"}, Sessions: 2, Idle: time.Second, LightImage: "l", LatencyN: 3,
-			StepDesktops: []int{1, 10, 50}, StepDuration: 2 * time.Second, Rounds: 3, Out: "o", Name: "n",
+			StepDesktops: []int{1, 10, 50}, StepDuration: 2 * time.Second, Rounds: 3, StepUpstreamMax: 10, Out: "o", Name: "n",
 			Density:      []bench.DensitySpec{{Workload: "idle", Max: 300, Step: 19}, {Workload: "chromium", Max: 80, Step: 5}},
 			DensityLimit: 2 * time.Second, DensityFloor: 3 << 20, DensitySettle: time.Second, Image: "i",
 			KSM: true, KSMPagesToScan: 5000, KSMSleep: 10 * time.Millisecond, KSMTime: time.Minute,
