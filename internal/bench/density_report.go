@@ -102,6 +102,9 @@ func densityMarkdown(b *strings.Builder, rs []DensityResult) {
 				fmt.Fprintf(b, ", %.1f s over all %.0f s it ran (%.0f%%)", k.KsmdCPUAll.Seconds(), k.AllSeconds, 100*k.KsmdCPUAll.Seconds()/k.AllSeconds)
 			}
 			fmt.Fprintf(b, "\n- screenshots after merging: p50 %s, max %s\n", compat.Millis(k.Screenshot.Median), compat.Millis(k.Screenshot.Max))
+			if k.ProbeError != "" {
+				fmt.Fprintf(b, "- a desktop failed after merging: %s\n", k.ProbeError)
+			}
 			if len(k.Scans) > 0 {
 				b.WriteString("\n| full scan | after | pages sharing | saved | ksmd CPU | MemAvailable |\n|---|---|---|---|---|---|\n")
 				for _, s := range k.Scans {

@@ -57,6 +57,8 @@ type KSMResult struct {
 	// After merging, the desktops' memory and one screenshot each.
 	Memory     DensityMemory `json:"memory"`
 	Screenshot compat.Stats  `json:"screenshot"`
+	// ProbeError is why a desktop did not answer after merging.
+	ProbeError string `json:"probe_error,omitempty"`
 
 	ksmdStart time.Duration // ksmd's CPU time when it was turned on
 	started   time.Time
@@ -279,8 +281,11 @@ func mergePhase(ctx context.Context, cfg Config, env rampEnv, ksm ksmfs, proc pr
 	}
 	k.KsmdCPU = cpu - k.ksmdStart
 	times, perr := env.probe(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, was, err
+	}
 	if perr != nil {
-		return nil, was, fmt.Errorf("after merging: %w", perr)
+		k.ProbeError = perr.Error()
 	}
 	k.Screenshot = compat.NewStats(times)
 	if k.AvailAfter, err = proc.memAvailable(); err != nil {

@@ -230,3 +230,34 @@ func TestKsmdCPU(t *testing.T) {
 		t.Error("ksmd found in an empty /proc")
 	}
 }
+
+// The report shows each ramp's steps, where it stopped and why, what
+// shares, and merging's savings and cost; the chart has both panels.
+func TestDensityReport(t *testing.T) {
+	mem := DensityMemory{PerDesktop: ProcMem{Procs: 15, Rss: 1100 << 10, Pss: 250 << 10, PssAnon: 170 << 10, PssFile: 54 << 10, PssShmem: 26 << 10},
+		ByProcess: []MemProcRow{{Name: "chrome", Mem: ProcMem{Procs: 9, Rss: 980 << 10, Pss: 206 << 10}}}}
+	r := &Report{Name: "d", Command: "drums bench --parts density", Machine: "test machine", Density: []DensityResult{{
+		Workload: WorkloadChromium, Doc: "Chromium", Image: "osworld", Max: 100, Step: 5, Limit: time.Second, Floor: 2 << 20,
+		Steps: []RampStep{{Desktops: 5, MemAvailable: 3 << 20, HostPerDesktop: 300 << 10, Memory: mem},
+			{Desktops: 10, MemAvailable: 2500 << 10, HostPerDesktop: 290 << 10, Memory: mem, KSM: true}},
+		Stop:    RampStop{Kind: StopMemory, Reason: "MemAvailable 3072 MiB: one more desktop", Fit: 5},
+		KSMStop: &RampStop{Kind: StopLatency, Reason: "the 9th answered late", Fit: 8},
+		KSM: &KSMResult{Desktops: 5, PagesToScan: 1000, Settled: true, Seconds: 60, After: KSMCounters{PagesSharing: 25600, FullScans: 4},
+			AvailBefore: 3 << 20, AvailAfter: 3200 << 10, KsmdCPU: 6 * time.Second, Memory: mem,
+			Scans: []KSMScan{{FullScans: 3, Seconds: 40, PagesSharing: 25600}}},
+	}}}
+	md := r.Markdown()
+	for _, want := range []string{"### chromium", "- **5 desktops fit**: MemAvailable 3072 MiB", "- **with same-page merging, 8 fit**: the 9th answered late",
+		"would hold about 10 more", "| 10 | on |", "| chrome | 9 | 980.0 MiB | **206.0 MiB**", "- saved: **100.0 MiB** (pages_sharing 25600",
+		"MemAvailable 3072 → 3200 MiB (+128 MiB)", "ksmd used 6.0 s until merging settled (10% of one CPU over 60 s)", "| 3 | 40 s | 25600 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	svg := r.SVG()
+	for _, want := range []string{"Density: desktops that fit", "8 (latency)", "5 (memory)", "Memory per desktop where each ramp stopped", "100.0 MiB saved"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("svg lacks %q", want)
+		}
+	}
+}
