@@ -199,6 +199,7 @@ func runRamp(ctx context.Context, cfg Config, spec DensitySpec, w Workload, host
 			return nil, err
 		}
 		res.KSM = kres
+		printKSM(host.Stdout, res)
 		if stop.Kind == StopMemory {
 			// Memory stopped the ramp: with merging, more may fit.
 			rc.Guess = max(1, steps[len(steps)-1].HostPerDesktop)
@@ -215,7 +216,6 @@ func runRamp(ctx context.Context, cfg Config, spec DensitySpec, w Workload, host
 			return nil, err
 		}
 		kres.KsmdCPUAll, kres.AllSeconds = cpu-kres.ksmdStart, time.Since(kres.started).Seconds()
-		printKSM(host.Stdout, res)
 	}
 	res.end()
 	return res, nil
