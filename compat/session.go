@@ -63,8 +63,9 @@ var _ Desktop = (*SessionDesktop)(nil)
 // NewSessionDesktop stages the upstream tree as the session's starting
 // files, creates the session and starts main.py in it. Progress goes to
 // log. Close removes everything it made. A zero tree (no upstream on this
-// host) makes a desktop with guestd alone, whose URL(Upstream) is "".
-func NewSessionDesktop(ctx context.Context, eng SessionEngine, tree UpstreamTree, log io.Writer) (_ *SessionDesktop, err error) {
+// host) makes a desktop with guestd alone, whose URL(Upstream) is ""; image
+// "" is the engine's default.
+func NewSessionDesktop(ctx context.Context, eng SessionEngine, tree UpstreamTree, image string, log io.Writer) (_ *SessionDesktop, err error) {
 	d := &SessionDesktop{eng: eng, upstream: tree.Dir != ""}
 	defer func() {
 		if err != nil {
@@ -78,7 +79,7 @@ func NewSessionDesktop(ctx context.Context, eng SessionEngine, tree UpstreamTree
 		}
 	}
 	fmt.Fprintln(log, "compat: creating a session (guestd on port 5001)")
-	if d.sess, err = eng.Create(ctx, sessions.Request{GuestPort: guestdPort, Snapshot: d.snapshot}); err != nil {
+	if d.sess, err = eng.Create(ctx, sessions.Request{Image: image, GuestPort: guestdPort, Snapshot: d.snapshot}); err != nil {
 		return nil, fmt.Errorf("create compat session: %w", err)
 	}
 	if !d.upstream {

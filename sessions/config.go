@@ -68,6 +68,15 @@ type Config struct {
 	TmpfsSize int64
 	// Limits are the defaults for Request.Limits.
 	Limits Limits
+	// MemoryMerge marks every process of a desktop for kernel same-page
+	// merging (PR_SET_MEMORY_MERGE, Linux 6.4 and later; init sets it on
+	// itself before its first fork, and the kernel keeps it across fork
+	// and exec). Marked memory is merged only while the host runs ksmd
+	// (/sys/kernel/mm/ksm/run = 1, the host's choice, not drums'). Off by
+	// default: merged pages are shared across desktops, and the time a
+	// write to one takes tells whether another desktop holds the same
+	// page (SECURITY.md).
+	MemoryMerge bool
 	// HostPorts are the TCP ports a session may reach at its own gateway
 	// (none by default: a session reaches nothing on the host).
 	HostPorts []uint16

@@ -95,6 +95,14 @@ func (in *initProc) run(args []string, syncF *os.File) error {
 	}
 	in.plan = &p
 	hostNS := os.NewFile(fdHostNS, "hostns")
+	if p.MemoryMerge {
+		// Before the first fork: the kernel keeps the mark across fork and
+		// exec (since 6.7; 6.4 to 6.6 drop it on exec), so it reaches
+		// every process of the desktop.
+		if err := unix.Prctl(unix.PR_SET_MEMORY_MERGE, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("mark the desktop's memory for same-page merging (PR_SET_MEMORY_MERGE, Linux 6.4+): %w", err)
+		}
+	}
 
 	// The session's own /proc, before anything else: pids of the
 	// session's processes (the holder's, for its maps and its user

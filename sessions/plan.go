@@ -40,6 +40,9 @@ type Plan struct {
 	// Busybox is the host's static busybox, which starts every process of
 	// the desktop in its user namespace (enter_linux.go).
 	Busybox string `json:"busybox"`
+	// MemoryMerge marks the desktop's memory for same-page merging
+	// (Config.MemoryMerge).
+	MemoryMerge bool `json:"memory_merge,omitempty"`
 }
 
 // IDMap maps ids 0..Size-1 of a desktop's user namespace to host ids
@@ -274,17 +277,18 @@ func newPlan(in planInput) (*Plan, error) {
 
 	user := *u
 	p := &Plan{
-		ID:        in.id,
-		Prefix:    cfg.Prefix,
-		Slot:      in.slot,
-		Hostname:  images.Hostname,
-		User:      user,
-		Display:   displayName,
-		Screen:    Screen{Width: req.Width, Height: req.Height, Depth: req.Depth, GLX: req.GLX},
-		GuestPort: req.GuestPort,
-		Env:       userEnv(user, im.desktop.Locale),
-		IDs:       IDMap{Host: in.idBase, Size: idRangeSize},
-		Busybox:   cfg.Busybox,
+		ID:          in.id,
+		Prefix:      cfg.Prefix,
+		Slot:        in.slot,
+		Hostname:    images.Hostname,
+		User:        user,
+		Display:     displayName,
+		Screen:      Screen{Width: req.Width, Height: req.Height, Depth: req.Depth, GLX: req.GLX},
+		GuestPort:   req.GuestPort,
+		Env:         userEnv(user, im.desktop.Locale),
+		IDs:         IDMap{Host: in.idBase, Size: idRangeSize},
+		Busybox:     cfg.Busybox,
+		MemoryMerge: cfg.MemoryMerge,
 		Net: NetPlan{
 			HostVeth:  hostVeth(cfg.Prefix, in.slot),
 			GuestVeth: "eth0",

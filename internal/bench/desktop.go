@@ -18,7 +18,7 @@ type sessionDesktop struct {
 // through compat (see compat.NewSessionDesktop); a zero tree makes one
 // with guestd alone.
 func NewSessionDesktop(ctx context.Context, eng compat.SessionEngine, tree compat.UpstreamTree, log io.Writer) (Desktop, error) {
-	d, err := compat.NewSessionDesktop(ctx, eng, tree, log)
+	d, err := compat.NewSessionDesktop(ctx, eng, tree, "", log)
 	if err != nil {
 		return nil, err
 	}

@@ -17,9 +17,8 @@ import (
 // one is *sessions.Engine (asserted where it is built, in
 // internal/drumscli: it exists on Linux only).
 type Engine interface {
-	Create(ctx context.Context, req sessions.Request) (*sessions.Session, error)
+	compat.SessionEngine // Create, Exec, Remove: the density part's desktops are compat's
 	Reset(ctx context.Context, id string) (*sessions.Session, error)
-	Remove(ctx context.Context, id string) error
 }
 
 // SessionsResult is the sessions part: what sessions' BenchmarkLifecycle
@@ -107,14 +106,14 @@ func runSessions(ctx context.Context, eng Engine, steps *sessions.StepLog, proc 
 	}
 	byName := map[string]int64{}
 	for _, s := range live {
-		m, err := proc.pss(s.Plan.Cgroup)
+		m, err := proc.memory(s.Plan.Cgroup)
 		if err != nil {
 			return nil, fmt.Errorf("memory of session %s: %w", s.ID, err)
 		}
 		var total int64
-		for name, kb := range m {
-			byName[name] += kb
-			total += kb
+		for name, pm := range m {
+			byName[name] += pm.Pss
+			total += pm.Pss
 		}
 		res.PSS = append(res.PSS, total)
 	}

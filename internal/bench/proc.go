@@ -199,14 +199,65 @@ func cpuByProcess(before, after CPUSample) map[string]time.Duration {
 // (upstream: the python3 that runs each /execute).
 const endedProcs = "(ended during the loop)"
 
-// pss is the proportional set size of the session's processes, in KiB,
-// by process name, from /proc/PID/smaps_rollup.
-func (p procfs) pss(c sessions.CgroupPlan) (map[string]int64, error) {
+// ProcMem is what processes map, from /proc/PID/smaps_rollup, in KiB:
+// Rss counts every page mapped, Pss divides each page by the processes
+// mapping it, split into anonymous memory, file pages (the image's
+// libraries and data, shared by every desktop of the image through the
+// page cache) and shared memory (tmpfs and SysV/POSIX segments: Xvfb's
+// MIT-SHM images, Chromium's shared memory between its processes); KSM is
+// what of Rss is merged pages.
+type ProcMem struct {
+	Procs    int   `json:"procs"`
+	Rss      int64 `json:"rss_kib"`
+	Pss      int64 `json:"pss_kib"`
+	PssAnon  int64 `json:"pss_anon_kib"`
+	PssFile  int64 `json:"pss_file_kib"`
+	PssShmem int64 `json:"pss_shmem_kib"`
+	KSM      int64 `json:"ksm_kib"`
+}
+
+func (m *ProcMem) add(o ProcMem) {
+	m.Procs += o.Procs
+	m.Rss += o.Rss
+	m.Pss += o.Pss
+	m.PssAnon += o.PssAnon
+	m.PssFile += o.PssFile
+	m.PssShmem += o.PssShmem
+	m.KSM += o.KSM
+}
+
+// per is m's mean over n.
+func (m ProcMem) per(n int64) ProcMem {
+	return ProcMem{Procs: int(int64(m.Procs) / n), Rss: m.Rss / n, Pss: m.Pss / n, PssAnon: m.PssAnon / n, PssFile: m.PssFile / n,
+		PssShmem: m.PssShmem / n, KSM: m.KSM / n}
+}
+
+// parseRollup reads one process's smaps_rollup. KSM: is absent before
+// Linux 6.6 (zero then).
+func parseRollup(text string) (ProcMem, error) {
+	m := ProcMem{Procs: 1}
+	for _, f := range []struct {
+		key      string
+		v        *int64
+		optional bool
+	}{{"Rss:", &m.Rss, false}, {"Pss:", &m.Pss, false}, {"Pss_Anon:", &m.PssAnon, false}, {"Pss_File:", &m.PssFile, false},
+		{"Pss_Shmem:", &m.PssShmem, false}, {"KSM:", &m.KSM, true}} {
+		v, ok := meminfoField(text, f.key)
+		if !ok && !f.optional {
+			return ProcMem{}, fmt.Errorf("no %s", strings.TrimSuffix(f.key, ":"))
+		}
+		*f.v = v
+	}
+	return m, nil
+}
+
+// memory is what the session's processes map, by process name.
+func (p procfs) memory(c sessions.CgroupPlan) (map[string]ProcMem, error) {
 	pids, err := cgroupPIDs(c)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]int64{}
+	out := map[string]ProcMem{}
 	for _, pid := range pids {
 		dir := filepath.Join(p.root, strconv.Itoa(pid))
 		data, err := os.ReadFile(filepath.Join(dir, "smaps_rollup"))
@@ -214,11 +265,14 @@ func (p procfs) pss(c sessions.CgroupPlan) (map[string]int64, error) {
 			continue // exited meanwhile
 		}
 		comm, _ := os.ReadFile(filepath.Join(dir, "comm"))
-		kb, ok := meminfoField(string(data), "Pss:")
-		if !ok {
-			return nil, fmt.Errorf("/proc/%d/smaps_rollup has no Pss", pid)
+		m, err := parseRollup(string(data))
+		if err != nil {
+			return nil, fmt.Errorf("parse /proc/%d/smaps_rollup: %w", pid, err)
 		}
-		out[strings.TrimSpace(string(comm))] += kb
+		name := strings.TrimSpace(string(comm))
+		sum := out[name]
+		sum.add(m)
+		out[name] = sum
 	}
 	return out, nil
 }

@@ -45,7 +45,8 @@ func (h *fakeHost) addProc(pid, comm string, utime, stime, start string, pssKB s
 	rest := []string{"S", "1", "1", "1", "0", "-1", "4194560", "100", "0", "0", "0", utime, stime, "0", "0", "20", "0", "1", "0", start, "1000", "100"}
 	h.write(filepath.Join(h.proc, pid, "stat"), pid+" ("+comm+") "+strings.Join(rest, " ")+"\n")
 	h.write(filepath.Join(h.proc, pid, "comm"), comm+"\n")
-	h.write(filepath.Join(h.proc, pid, "smaps_rollup"), "00400000-7ffc0000 ---p 00000000 00:00 0 [rollup]\nRss:  9000 kB\nPss:  "+pssKB+" kB\nPss_Anon: 100 kB\n")
+	h.write(filepath.Join(h.proc, pid, "smaps_rollup"), "00400000-7ffc0000 ---p 00000000 00:00 0 [rollup]\nRss:  9000 kB\nPss:  "+pssKB+
+		" kB\nPss_Dirty:  100 kB\nPss_Anon: 100 kB\nPss_File:  300 kB\nPss_Shmem:   20 kB\nShared_Clean:  8000 kB\nKSM:  8 kB\nSwapPss:  0 kB\n")
 }
 
 func (h *fakeHost) members(dir string, pids ...string) {
@@ -147,21 +148,32 @@ func TestHostCPU(t *testing.T) {
 	}
 }
 
-func TestPSSAndMemAvailable(t *testing.T) {
+func TestMemoryAndMemAvailable(t *testing.T) {
 	h := newFakeHost(t)
 	p := procfs{h.proc}
 	h.members(h.cgroup.Dirs["pids"], "10", "11", "12", "99") // 99 has exited
 	h.addProc("10", "Xvfb", "0", "0", "1", "12000")
 	h.addProc("11", "dbus-daemon", "0", "0", "1", "500")
 	h.addProc("12", "dbus-daemon", "0", "0", "1", "400")
-	got, err := p.pss(h.cgroup)
+	got, err := p.memory(h.cgroup)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got["Xvfb"] != 12000 || got["dbus-daemon"] != 900 {
-		t.Errorf("pss: %v", got)
+	want := map[string]ProcMem{
+		"Xvfb":        {Procs: 1, Rss: 9000, Pss: 12000, PssAnon: 100, PssFile: 300, PssShmem: 20, KSM: 8},
+		"dbus-daemon": {Procs: 2, Rss: 18000, Pss: 900, PssAnon: 200, PssFile: 600, PssShmem: 40, KSM: 16},
+	}
+	if len(got) != len(want) || got["Xvfb"] != want["Xvfb"] || got["dbus-daemon"] != want["dbus-daemon"] {
+		t.Errorf("memory: %+v, want %+v", got, want)
 	}
 	if kb, err := p.memAvailable(); err != nil || kb != 20000000 {
 		t.Errorf("MemAvailable: %d %v", kb, err)
+	}
+	// Before 6.6 smaps_rollup has no KSM line; without Pss it is broken.
+	if m, err := parseRollup("Rss: 5 kB\nPss: 4 kB\nPss_Anon: 1 kB\nPss_File: 2 kB\nPss_Shmem: 1 kB\n"); err != nil || m.KSM != 0 || m.Pss != 4 {
+		t.Errorf("a rollup without KSM: %+v %v", m, err)
+	}
+	if _, err := parseRollup("Rss: 5 kB\n"); err == nil {
+		t.Error("a rollup without Pss parsed")
 	}
 }

@@ -41,6 +41,7 @@ type Report struct {
 	Upstream   string               `json:"upstream,omitempty"`
 	NoUpstream string               `json:"no_upstream,omitempty"`
 	Sessions   *SessionsResult      `json:"sessions,omitempty"`
+	Density    []DensityResult      `json:"density,omitempty"`
 	Latency    *compat.BenchReport  `json:"latency,omitempty"`
 	Steps      []StepRow            `json:"steps,omitempty"`
 	StepLoop   *StepLoopDescription `json:"step_loop,omitempty"`
@@ -54,6 +55,9 @@ type StepLoopDescription struct {
 	Requests []string `json:"requests"`
 	// Setup says what each desktop has open.
 	Setup string `json:"setup"`
+	// UpstreamMax, if positive, is the largest count stepped against
+	// upstream too (Config.StepUpstreamMax).
+	UpstreamMax int `json:"upstream_max,omitempty"`
 }
 
 // Write writes the report as Name.md, Name.svg and Name.json into dir,
@@ -113,6 +117,9 @@ func (r *Report) Markdown() string {
 	if s := r.Sessions; s != nil {
 		s.markdown(&b)
 	}
+	if len(r.Density) > 0 {
+		densityMarkdown(&b, r.Density)
+	}
 	if r.Latency != nil {
 		b.WriteString("\n## Request latency, one desktop\n\n")
 		b.WriteString(r.Latency.Markdown())
@@ -162,6 +169,9 @@ func (r *Report) stepsMarkdown(b *strings.Builder) {
 		fmt.Fprintf(b, "Each desktop (1920x1080, %s) loops, as fast as it is answered, for %.0f s per loop (%d rounds per server, alternating which server goes first, after one untimed step on every desktop), a new connection per request:\n\n", d.Setup, d.Loop, d.Rounds)
 		for _, q := range d.Requests {
 			fmt.Fprintf(b, "- %s\n", q)
+		}
+		if d.UpstreamMax > 0 {
+			fmt.Fprintf(b, "\nUpstream main.py steps on up to %s only; larger counts step drums alone, on desktops brought up without main.py beside the first %d, whose main.py stays up, idle.\n", plural(d.UpstreamMax, "desktop"), d.UpstreamMax)
 		}
 		b.WriteString("\nAll desktops step at once. CPU per step is what every process of the desktops used (their cgroups: Xvfb, the buses, openbox, both servers) over the steps; client, what this process (the loop's HTTP client, on the same machine) used.\n\n")
 	}

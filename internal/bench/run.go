@@ -18,12 +18,13 @@ import (
 // a machine with nothing else of the run up.
 const (
 	PartSessions = "sessions"
+	PartDensity  = "density"
 	PartLatency  = "latency"
 	PartSteps    = "steps"
 )
 
 // Parts are every part, in order.
-var Parts = []string{PartSessions, PartLatency, PartSteps}
+var Parts = []string{PartSessions, PartDensity, PartLatency, PartSteps}
 
 // Config is what a run measures and where it writes.
 type Config struct {
@@ -43,10 +44,35 @@ type Config struct {
 	StepDesktops []int
 	StepDuration time.Duration
 	Rounds       int
+	// StepUpstreamMax, if positive, is the largest desktop count whose
+	// loop runs against upstream too: larger counts step drums alone,
+	// on desktops brought up without main.py (those of the smaller
+	// counts keep theirs, idle).
+	StepUpstreamMax int
 	// StepSetup, if not nil, is the benchmark whose setup readies every
 	// step desktop (opens its application) before the loops; nil leaves
 	// the desktops empty.
 	StepSetup *compat.Benchmark
+	// Density are the density part's ramps, one after the other: each
+	// adds desktops of its workload until one answers GET /screenshot
+	// later than DensityLimit, fails, or MemAvailable would fall below
+	// DensityFloor (KiB), measuring DensitySettle after each step.
+	// Image is the image of the application workloads (LightImage that
+	// of the idle one).
+	Density       []DensitySpec
+	DensityLimit  time.Duration
+	DensityFloor  int64
+	DensitySettle time.Duration
+	Image         string
+	// KSM measures same-page merging where each ramp stopped: ksmd runs
+	// at KSMPagesToScan pages every KSMSleep until merging settles or
+	// KSMTime passes, and a ramp that memory stopped goes on with it.
+	// The host's KSM settings are put back after each ramp. The
+	// desktops must be marked (the engine's sessions.Config.MemoryMerge).
+	KSM            bool
+	KSMPagesToScan int
+	KSMSleep       time.Duration
+	KSMTime        time.Duration
 	// Out is the directory the report goes to, as Name.md, Name.svg and
 	// Name.json.
 	Out, Name string
@@ -73,10 +99,12 @@ type Host struct {
 	// is the log handler the engine was given.
 	Engine Engine
 	Steps  *sessions.StepLog
-	// Desktop brings up one desktop of the latency and step parts.
-	Desktop func(ctx context.Context) (Desktop, error)
-	// Proc is the host's /proc ("" is "/proc").
-	Proc string
+	// Desktop brings up one desktop of the latency and step parts, with
+	// upstream main.py beside guestd if upstream (and the run has it).
+	Desktop func(ctx context.Context, upstream bool) (Desktop, error)
+	// Proc is the host's /proc ("" is "/proc"), KSM its
+	// /sys/kernel/mm/ksm ("" is that).
+	Proc, KSM string
 	// Stdout gets the tables as they are measured, Stderr the progress.
 	Stdout, Stderr io.Writer
 }
@@ -93,6 +121,9 @@ func Run(ctx context.Context, cfg Config, host Host) (*Report, error) {
 	if host.Proc == "" {
 		host.Proc = "/proc"
 	}
+	if host.KSM == "" {
+		host.KSM = "/sys/kernel/mm/ksm"
+	}
 	rep := &Report{Started: time.Now().UTC(), Command: cfg.Command, Machine: compat.Machine(), LoadStart: compat.LoadAverages(3),
 		Upstream: cfg.Upstream, NoUpstream: cfg.NoUpstream, Name: cfg.Name}
 	say := func(format string, a ...any) { fmt.Fprintf(host.Stderr, "bench: "+format+"\n", a...) }
@@ -107,6 +138,13 @@ func Run(ctx context.Context, cfg Config, host Host) (*Report, error) {
 		}
 		rep.Sessions = s
 	}
+	if slices.Contains(cfg.Parts, PartDensity) {
+		d, err := runDensity(ctx, cfg, host, procfs{host.Proc}, ksmfs{host.KSM}, say)
+		if err != nil {
+			return nil, err
+		}
+		rep.Density = d
+	}
 	// Desktops come up as a part needs them: the latency part runs with
 	// one up, each step loop with only as many as it steps on, so that no
 	// idle desktop (upstream's reloader polls its files every second)
@@ -114,7 +152,7 @@ func Run(ctx context.Context, cfg Config, host Host) (*Report, error) {
 	pool := &desktops{host: host, proc: procfs{host.Proc}, say: say}
 	defer pool.close()
 	if slices.Contains(cfg.Parts, PartLatency) {
-		desks, err := pool.grow(ctx, 1)
+		desks, err := pool.grow(ctx, 1, true)
 		if err != nil {
 			return nil, err
 		}
@@ -128,6 +166,9 @@ func Run(ctx context.Context, cfg Config, host Host) (*Report, error) {
 	}
 	if slices.Contains(cfg.Parts, PartSteps) {
 		d := &StepLoopDescription{Loop: cfg.StepDuration.Seconds(), Rounds: cfg.Rounds, Requests: describeSteps(DefaultSteps()), Setup: "nothing open"}
+		if cfg.Upstream != "" && cfg.StepUpstreamMax > 0 && slices.Max(cfg.StepDesktops) > cfg.StepUpstreamMax {
+			d.UpstreamMax = cfg.StepUpstreamMax
+		}
 		if b := cfg.StepSetup; b != nil {
 			d.Setup = fmt.Sprintf("%s, readied by the setup of the latency benchmark %s", b.Doc, b.Name)
 		}
@@ -157,9 +198,9 @@ type desktops struct {
 }
 
 // grow brings up desktops, desktopParallel at a time, until there are n,
-// and returns the first n. A desktop that came up stays for close, even
-// when another failed.
-func (p *desktops) grow(ctx context.Context, n int) ([]Desktop, error) {
+// with upstream beside guestd if upstream, and returns the first n. A
+// desktop that came up stays for close, even when another failed.
+func (p *desktops) grow(ctx context.Context, n int, upstream bool) ([]Desktop, error) {
 	more := n - len(p.desks)
 	if more <= 0 {
 		return p.desks[:n], nil
@@ -176,7 +217,7 @@ func (p *desktops) grow(ctx context.Context, n int) ([]Desktop, error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			d, err := p.host.Desktop(ctx)
+			d, err := p.host.Desktop(ctx, upstream)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -214,13 +255,13 @@ func runSteps(ctx context.Context, pool *desktops, cfg Config, out io.Writer, sa
 	for _, s := range steps {
 		order = append(order, s.Name)
 	}
-	servers := []compat.Server{compat.Guestd, compat.Upstream}
-	if cfg.Upstream == "" {
-		servers = servers[:1]
-	}
 	var rows []StepRow
 	for _, n := range cfg.StepDesktops {
-		desks, err := pool.grow(ctx, n)
+		servers := []compat.Server{compat.Guestd, compat.Upstream}
+		if cfg.Upstream == "" || cfg.StepUpstreamMax > 0 && n > cfg.StepUpstreamMax {
+			servers = servers[:1]
+		}
+		desks, err := pool.grow(ctx, n, len(servers) == 2)
 		if err != nil {
 			return nil, err
 		}

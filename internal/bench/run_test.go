@@ -55,6 +55,12 @@ func (e *fakeEngine) Reset(_ context.Context, id string) (*sessions.Session, err
 	return &sessions.Session{ID: id, Plan: &sessions.Plan{Cgroup: e.h.cgroup}}, nil
 }
 
+// Exec runs nothing: the parts over the fake engine run no command in a
+// desktop.
+func (e *fakeEngine) Exec(context.Context, string, []string, sessions.ExecOptions) (sessions.ExecResult, error) {
+	return sessions.ExecResult{}, errors.New("the fake engine runs no command")
+}
+
 func (e *fakeEngine) Remove(_ context.Context, id string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -140,19 +146,20 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, upstream := range []bool{true, false} {
-		t.Run(fmt.Sprint("upstream=", upstream), func(t *testing.T) {
+	for _, c := range []struct{ upstream, upToOne bool }{{true, false}, {false, false}, {true, true}} {
+		upstream := c.upstream
+		t.Run(fmt.Sprintf("upstream=%v,upstream-max-1=%v", c.upstream, c.upToOne), func(t *testing.T) {
 			steps := &sessions.StepLog{}
 			e := newFakeEngine(t, steps)
 			closed := 0
 			var mu sync.Mutex // desktops come up concurrently
 			var made []fakeDesktop
 			host := Host{Engine: e, Steps: steps, Proc: e.h.proc, Stdout: io.Discard, Stderr: io.Discard,
-				Desktop: func(context.Context) (Desktop, error) {
+				Desktop: func(_ context.Context, withUpstream bool) (Desktop, error) {
 					mu.Lock()
 					defer mu.Unlock()
 					d := fakeDesktop{guestd: newFakeGuest(t, false), closed: &closed}
-					if upstream {
+					if upstream && withUpstream {
 						d.upstream = newFakeGuest(t, false)
 					}
 					made = append(made, d)
@@ -165,6 +172,9 @@ func TestRun(t *testing.T) {
 			} else {
 				cfg.NoUpstream = "DRUMS_UPSTREAM is not set"
 			}
+			if c.upToOne {
+				cfg.StepUpstreamMax = 1
+			}
 			rep, err := Run(context.Background(), cfg, host)
 			if err != nil {
 				t.Fatal(err)
@@ -172,11 +182,17 @@ func TestRun(t *testing.T) {
 			if len(made) != 2 || closed != 2 || len(e.live) != 0 {
 				t.Errorf("%d desktops made, %d closed, sessions left %v", len(made), closed, e.live)
 			}
-			servers := 1
+			rows := 2 // guestd on 1 and 2 desktops, upstream on as many
 			if upstream {
-				servers = 2
+				rows = 4
 			}
-			if len(rep.Steps) != 2*servers || rep.Steps[0].Loops != 2 || rep.Latency == nil || rep.Sessions == nil {
+			if c.upToOne {
+				rows = 3
+				if made[1].upstream != nil {
+					t.Error("the second desktop has upstream beside guestd, above --step-upstream-max")
+				}
+			}
+			if len(rep.Steps) != rows || rep.Steps[0].Loops != 2 || rep.Latency == nil || rep.Sessions == nil {
 				t.Fatalf("report: %d step rows, latency %v, sessions %v", len(rep.Steps), rep.Latency != nil, rep.Sessions != nil)
 			}
 			for _, ext := range []string{".md", ".svg", ".json"} {
@@ -192,7 +208,7 @@ func TestRun(t *testing.T) {
 							t.Errorf("markdown lacks %q", want)
 						}
 					}
-					if got := strings.Contains(text, "| upstream main.py | 2 |"); got != upstream {
+					if got := strings.Contains(text, "| upstream main.py | 2 |"); got != (upstream && !c.upToOne) {
 						t.Errorf("markdown has upstream rows: %v, want %v", got, upstream)
 					}
 					if !upstream && !strings.Contains(text, "- upstream: none (DRUMS_UPSTREAM is not set); drums alone") {
@@ -218,7 +234,7 @@ func TestRun(t *testing.T) {
 func TestRunClosesDesktopsOnFailure(t *testing.T) {
 	closed, n := 0, 0
 	var mu sync.Mutex
-	host := Host{Stdout: io.Discard, Stderr: io.Discard, Desktop: func(context.Context) (Desktop, error) {
+	host := Host{Stdout: io.Discard, Stderr: io.Discard, Desktop: func(context.Context, bool) (Desktop, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		n++

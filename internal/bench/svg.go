@@ -256,6 +256,7 @@ func (r *Report) panels() []panel {
 			ps = append(ps, m)
 		}
 	}
+	ps = append(ps, r.densityPanels()...)
 	if l := r.Latency; l != nil && len(l.Results) > 0 {
 		p := panel{title: "Request latency, one desktop (median)", unit: "ms",
 			caption: r.caption(Stamp{Date: l.Started, LoadBefore: l.Results[0].LoadBefore, LoadAfter: l.Results[len(l.Results)-1].LoadAfter},

@@ -46,6 +46,8 @@ const benchMaxDesktops = 100
 
 func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	cfg := benchConfig{Run: bench.Config{Sessions: 5, Idle: 65 * time.Second, LightImage: "core", LatencyN: 10, LatencyWarmup: 2,
+		DensityLimit: time.Second, DensityFloor: 2 << 20, DensitySettle: 10 * time.Second,
+		KSMPagesToScan: 1000, KSMSleep: 20 * time.Millisecond, KSMTime: 5 * time.Minute,
 		StepDuration: 5 * time.Second, Rounds: 1, Out: filepath.Join("bench", "results"), Name: "bench",
 		Command: strings.Join(append([]string{"drums", "bench"}, args...), " ")}}
 	r := &cfg.Run
@@ -65,6 +67,23 @@ Parts (--parts, in this order):
             other (create-to-ready: guestd answers GET /screenshot), idle for
             --idle with all up, then the PSS of each desktop's processes and
             the host's MemAvailable; reset each, remove each.
+  density   for each ramp of --density (WORKLOAD=MAX[:STEP], STEP default
+            MAX/16 rounded up): add desktops with the workload open, STEP at
+            a time, settle for --density-settle, time one GET /screenshot of
+            every desktop and read MemAvailable and each desktop's memory
+            (smaps_rollup: PSS, RSS, anon/file/shmem by process); stop at
+            the first desktop that fails or answers later than
+            --density-limit, when the next would take MemAvailable below
+            --density-floor-mib, or at MAX. Workloads: chromium (a local
+            file:// page), calc (LibreOffice Calc holding a 2000-row sheet),
+            idle (light desktops of --light-image). With --ksm the desktops
+            are marked for same-page merging and, where each ramp stopped,
+            ksmd runs (--ksm-pages-to-scan every --ksm-sleep) until merging
+            settles or --ksm-time passes: memory saved, ksmd's CPU time; a
+            ramp that memory stopped goes on with merging. The host's KSM
+            settings (/sys/kernel/mm/ksm: run, pages_to_scan,
+            sleep_millisecs) are put back after each ramp, also on failure
+            or interrupt.
   latency   compat's latency benchmarks (drums compat --bench) on one
             desktop: each request --latency-n times per server, interleaved.
   steps     the RL step loop: on each count of --step-desktops, every
@@ -80,8 +99,11 @@ Upstream comes from the environment, as for drums compat:
                             modules main.py imports live
 Without them drums bench says so and measures drums alone.
 
-The defaults finish in about 4 minutes on a 2-core machine. The issue's
-sizes: --step-desktops 1,10,50 --step-duration 30s --rounds 3.
+The defaults finish in about 7 minutes on a 2-core machine. The issue's
+sizes: --step-desktops 1,10,50 --step-duration 30s --rounds 3
+(--step-upstream-max 10: drums alone on 50), and
+--parts density --density chromium=150:5,calc=150:5,idle=300:25 --ksm
+(with nothing else on the machine: it fills memory to the floor).
 
 Flags:
 `, compat.EnvUpstream, compat.EnvUpstreamPythonPath)
@@ -89,12 +111,22 @@ Flags:
 	}
 	parts := strings.Join(bench.Parts, ",")
 	desktops := "1,4"
+	density := "chromium=4:2,calc=4:2,idle=20:10"
+	floorMiB := r.DensityFloor >> 10
 	fs.StringVar(&parts, "parts", parts, "the parts to run, comma-separated")
 	fs.StringVar(&r.Out, "out", r.Out, "directory for the report")
 	fs.StringVar(&r.Name, "name", r.Name, "the report's file name, without .md, .svg or .json")
 	fs.IntVar(&r.Sessions, "sessions", r.Sessions, "light desktops of the sessions part")
 	fs.DurationVar(&r.Idle, "idle", r.Idle, "idle time before the memory is read (guestd gives back its screenshot memory after 60 s idle)")
 	fs.StringVar(&r.LightImage, "light-image", r.LightImage, "the image of the sessions part's desktops")
+	fs.StringVar(&density, "density", density, "the density part's ramps, WORKLOAD=MAX[:STEP] comma-separated (workloads: chromium, calc, idle)")
+	fs.DurationVar(&r.DensityLimit, "density-limit", r.DensityLimit, "every density desktop must answer GET /screenshot within this")
+	fs.Int64Var(&floorMiB, "density-floor-mib", floorMiB, "MiB of the host's MemAvailable a density ramp never takes (it stops before)")
+	fs.DurationVar(&r.DensitySettle, "density-settle", r.DensitySettle, "wait after each density step before it is measured")
+	fs.BoolVar(&r.KSM, "ksm", false, "density: mark the run's desktops for same-page merging and measure ksmd where each ramp stopped (sets the host's /sys/kernel/mm/ksm for the measurement, then puts it back)")
+	fs.IntVar(&r.KSMPagesToScan, "ksm-pages-to-scan", r.KSMPagesToScan, "ksmd's pages per wake-up during the measurement")
+	fs.DurationVar(&r.KSMSleep, "ksm-sleep", r.KSMSleep, "ksmd's sleep between wake-ups during the measurement")
+	fs.DurationVar(&r.KSMTime, "ksm-time", r.KSMTime, "at most this long for merging to settle")
 	fs.IntVar(&r.LatencyN, "latency-n", r.LatencyN, "timed requests per server and latency benchmark")
 	fs.IntVar(&r.LatencyWarmup, "latency-warmup", r.LatencyWarmup, "untimed requests per server before the timed ones")
 	fs.StringVar(&cfg.LatencyOnly, "latency-run", "", "only the latency benchmarks whose names match one of these comma-separated globs (e.g. 'screenshot,execute/*')")
@@ -102,6 +134,7 @@ Flags:
 	fs.StringVar(&desktops, "step-desktops", desktops, "desktop counts of the step loop, comma-separated (e.g. 1,10,50)")
 	fs.DurationVar(&r.StepDuration, "step-duration", r.StepDuration, "how long each step loop runs")
 	fs.IntVar(&r.Rounds, "rounds", r.Rounds, "step loops per server and desktop count")
+	fs.IntVar(&r.StepUpstreamMax, "step-upstream-max", 0, "step upstream main.py too only on desktop counts up to this (0: on every count); larger counts step drums alone, on desktops without main.py")
 	fs.StringVar(&cfg.StepSetup, "step-setup", "accessibility/gnome-terminal", "the built-in latency benchmark whose setup readies each step desktop (opens its application), or none for an empty desktop")
 	fs.StringVar(&cfg.Image, "image", sessions.DefaultImage, "the image of the latency and step desktops (upstream's main.py asks LibreOffice its version)")
 	fs.StringVar(&cfg.ImageDir, "image-dir", images.DefaultDir, "the image store")
@@ -129,6 +162,12 @@ Flags:
 	if len(r.Parts) == 0 {
 		return cfg, errors.New("--parts names no part")
 	}
+	var err error
+	if r.Density, err = parseDensity(density); err != nil {
+		return cfg, err
+	}
+	r.DensityFloor = floorMiB << 10
+	r.Image = cfg.Image
 	for _, d := range strings.Split(desktops, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(d))
 		if err != nil || n < 1 || n > benchMaxDesktops {
@@ -147,6 +186,12 @@ Flags:
 		return cfg, fmt.Errorf("--step-duration %s: must be positive", r.StepDuration)
 	case r.Rounds < 1:
 		return cfg, fmt.Errorf("--rounds %d: must be at least 1", r.Rounds)
+	case r.StepUpstreamMax < 0:
+		return cfg, fmt.Errorf("--step-upstream-max %d: must not be negative", r.StepUpstreamMax)
+	case r.DensityLimit <= 0 || floorMiB < 0 || r.DensitySettle < 0:
+		return cfg, errors.New("--density-limit must be positive, --density-floor-mib and --density-settle not negative")
+	case r.KSMPagesToScan < 1 || r.KSMSleep < time.Millisecond || r.KSMTime <= 0:
+		return cfg, errors.New("--ksm-pages-to-scan must be at least 1, --ksm-sleep at least 1ms, --ksm-time positive")
 	case r.Name == "" || strings.ContainsRune(r.Name, '/'):
 		return cfg, fmt.Errorf("--name %q: want a file name", r.Name)
 	}
@@ -168,6 +213,38 @@ Flags:
 		}
 	}
 	return cfg, nil
+}
+
+// parseDensity reads --density: WORKLOAD=MAX[:STEP], comma-separated.
+func parseDensity(spec string) ([]bench.DensitySpec, error) {
+	var names []string
+	for _, w := range bench.Workloads() {
+		names = append(names, w.Name)
+	}
+	var out []bench.DensitySpec
+	for _, item := range strings.Split(spec, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		bad := fmt.Errorf("--density %q: want WORKLOAD=MAX[:STEP] with MAX from 1 to %d and STEP from 1 to MAX, workloads %s", item, sessions.DefaultMaxSessions, strings.Join(names, ", "))
+		name, sizes, ok := strings.Cut(item, "=")
+		if !ok || !slices.Contains(names, name) {
+			return nil, bad
+		}
+		maxS, stepS, hasStep := strings.Cut(sizes, ":")
+		n, err := strconv.Atoi(maxS)
+		if err != nil || n < 1 || n > sessions.DefaultMaxSessions {
+			return nil, bad
+		}
+		step := (n + 15) / 16
+		if hasStep {
+			if step, err = strconv.Atoi(stepS); err != nil || step < 1 || step > n {
+				return nil, bad
+			}
+		}
+		out = append(out, bench.DensitySpec{Workload: name, Max: n, Step: step})
+	}
+	return out, nil
 }
 
 func runBenchmarks(ctx context.Context, cfg benchConfig, s stdio) error {
@@ -209,8 +286,10 @@ func runBenchmarks(ctx context.Context, cfg benchConfig, s stdio) error {
 		prefix = randomPrefix("bnc")
 	}
 	steps := &sessions.StepLog{}
+	// With --ksm every desktop of the run is marked: marked memory is
+	// scanned only while the density part runs ksmd.
 	eng, err := sessions.New(sessions.Config{Prefix: prefix, StateDir: state, ImageDir: cfg.ImageDir, Image: cfg.Image,
-		Guestd: cfg.Guestd, Logger: slog.New(steps)})
+		Guestd: cfg.Guestd, Logger: slog.New(steps), MemoryMerge: r.KSM})
 	if err != nil {
 		return fmt.Errorf("start the session engine: %w", err)
 	}
@@ -218,8 +297,12 @@ func runBenchmarks(ctx context.Context, cfg benchConfig, s stdio) error {
 	fmt.Fprintf(s.err, "bench: sessions under the prefix %s\n", prefix)
 	rep, err := bench.Run(ctx, r, bench.Host{
 		Engine: eng, Steps: steps,
-		Desktop: func(ctx context.Context) (bench.Desktop, error) {
-			return bench.NewSessionDesktop(ctx, eng, tree, io.Discard)
+		Desktop: func(ctx context.Context, upstream bool) (bench.Desktop, error) {
+			t := tree
+			if !upstream {
+				t = compat.UpstreamTree{}
+			}
+			return bench.NewSessionDesktop(ctx, eng, t, io.Discard)
 		},
 		Stdout: s.out, Stderr: s.err,
 	})

@@ -161,7 +161,7 @@ func runCompat(ctx context.Context, cfg compatConfig, s stdio) error {
 			return fmt.Errorf("start the session engine: %w", err)
 		}
 		defer eng.Close()
-		sd, err := compat.NewSessionDesktop(ctx, eng, tree, s.err)
+		sd, err := compat.NewSessionDesktop(ctx, eng, tree, "", s.err)
 		if err != nil {
 			return err
 		}

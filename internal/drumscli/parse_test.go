@@ -44,9 +44,9 @@ var defaultEngine = sessions.Config{Prefix: "drums", StateDir: "/var/lib/drums",
 // engineArgs set every engine flag but -v; engineSet is what they say.
 var (
 	engineArgs = []string{"--prefix", "zz", "--state-dir", "/sd", "--image-dir", "/id", "--image", "core", "--guestd", "/g",
-		"--network", "10.9.0.0/21", "--upper-on-disk"}
+		"--network", "10.9.0.0/21", "--upper-on-disk", "--memory-merge"}
 	engineSet = sessions.Config{Prefix: "zz", StateDir: "/sd", ImageDir: "/id", Image: "core", Guestd: "/g",
-		Network: netip.MustParsePrefix("10.9.0.0/21"), UpperOnDisk: true}
+		Network: netip.MustParsePrefix("10.9.0.0/21"), UpperOnDisk: true, MemoryMerge: true}
 )
 
 func TestParseServe(t *testing.T) {
@@ -223,14 +223,26 @@ func TestParseBench(t *testing.T) {
 	check(nil, benchConfig{StepSetup: "accessibility/gnome-terminal", ImageDir: images.DefaultDir, Image: "osworld",
 		Run: bench.Config{Parts: bench.Parts, Sessions: 5, Idle: 65 * time.Second, LightImage: "core", LatencyN: 10, LatencyWarmup: 2,
 			StepDesktops: []int{1, 4}, StepDuration: 5 * time.Second, Rounds: 1, StepSetup: setup("accessibility/gnome-terminal"),
+			Density:      []bench.DensitySpec{{Workload: "chromium", Max: 4, Step: 2}, {Workload: "calc", Max: 4, Step: 2}, {Workload: "idle", Max: 20, Step: 10}},
+			DensityLimit: time.Second, DensityFloor: 2 << 20, DensitySettle: 10 * time.Second, Image: "osworld",
+			KSMPagesToScan: 1000, KSMSleep: 20 * time.Millisecond, KSMTime: 5 * time.Minute,
 			Out: "bench/results", Name: "bench", Command: "drums bench"}})
 	args := []string{"--parts", "steps, latency,steps", "--out", "o", "--name", "n", "--sessions", "2", "--idle", "1s", "--light-image", "l",
 		"--latency-n", "3", "--latency-warmup", "0", "--latency-run", "screenshot", "--latency-file", "f.json", "--step-desktops", "1,10,50",
-		"--step-duration", "2s", "--rounds", "3", "--step-setup", "none", "--image", "i", "--image-dir", "/id", "--guestd", "/g",
-		"--prefix", "bnctest", "--state-dir", "/sd"}
+		"--step-duration", "2s", "--rounds", "3", "--step-upstream-max", "10", "--step-setup", "none", "--image", "i", "--image-dir", "/id", "--guestd", "/g",
+		"--prefix", "bnctest", "--state-dir", "/sd", "--density", "idle=300,chromium=80:5", "--density-limit", "2s", "--density-floor-mib", "3072",
+		"--density-settle", "1s", "--ksm", "--ksm-pages-to-scan", "5000", "--ksm-sleep", "10ms", "--ksm-time", "1m"}
 	check(args, benchConfig{LatencyFile: "f.json", LatencyOnly: "screenshot", StepSetup: "none", Prefix: "bnctest", StateDir: "/sd",
 		ImageDir: "/id", Image: "i", Guestd: "/g",
 		Run: bench.Config{Parts: []string{"steps", "latency"}, Sessions: 2, Idle: time.Second, LightImage: "l", LatencyN: 3,
-			StepDesktops: []int{1, 10, 50}, StepDuration: 2 * time.Second, Rounds: 3, Out: "o", Name: "n",
+			StepDesktops: []int{1, 10, 50}, StepDuration: 2 * time.Second, Rounds: 3, StepUpstreamMax: 10, Out: "o", Name: "n",
+			Density:      []bench.DensitySpec{{Workload: "idle", Max: 300, Step: 19}, {Workload: "chromium", Max: 80, Step: 5}},
+			DensityLimit: 2 * time.Second, DensityFloor: 3 << 20, DensitySettle: time.Second, Image: "i",
+			KSM: true, KSMPagesToScan: 5000, KSMSleep: 10 * time.Millisecond, KSMTime: time.Minute,
 			Command: "drums bench " + strings.Join(args, " ")}})
+	for _, bad := range []string{"idle", "idle=0", "nope=3", "idle=3:4", "idle=3:x", "idle=9999"} {
+		if _, err := parseBench([]string{"--density", bad}, io.Discard); err == nil {
+			t.Errorf("--density %s parsed", bad)
+		}
+	}
 }
