@@ -257,12 +257,12 @@ func isExpectedURLPatternMatch(args []any, _ map[string]any) (float64, error) {
 	pats, _ := asList(rules["expected"])
 	for _, p := range pats {
 		s, _ := p.(string)
-		re, err := compilePy(s, "")
+		re, err := compilePy(s)
 		if err != nil {
 			return 0, err
 		}
-		if !re.MatchString(u) {
-			return 0, nil
+		if ok, err := re.MatchString(u); !ok || err != nil {
+			return 0, err
 		}
 	}
 	return 1, nil
@@ -400,12 +400,13 @@ func isExpectedSearchQuery(args []any, _ map[string]any) (float64, error) {
 	}
 	exp, _ := rules["expect"].(map[string]any)
 	p, _ := exp["pattern"].(string)
-	re, err := compilePy(p, "")
+	re, err := compilePy(p)
 	if err != nil {
 		return 0, err
 	}
 	u, _ := info["url"].(string)
-	return score(re.MatchString(u)), nil
+	ok, err = re.MatchString(u)
+	return score(ok), err
 }
 
 func isExpectedInstalledExtensions(args []any, _ map[string]any) (float64, error) {
