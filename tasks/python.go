@@ -351,11 +351,24 @@ const metricTimeout = 2 * time.Minute
 
 // PythonJudge is OSWorld's Python scoring metrics for the native runner:
 // one worker with no DesktopEnv, started on the first call and again after
-// it dies, shared by the runner's tasks.
+// it dies, shared by the runner's tasks. Each call and OSWorld's answer is
+// a line of LogDir/metric-calls.jsonl, the getter values the metric
+// corpus records from runs (TestMetricCorpus -record).
 type PythonJudge struct {
 	Config *PythonConfig
 	mu     sync.Mutex
 	w      *pyWorker
+}
+
+// MetricCallsLog is the judge's log of calls in LogDir.
+const MetricCallsLog = "metric-calls.jsonl"
+
+// metricCall is one line of MetricCallsLog.
+type metricCall struct {
+	Func    string         `json:"func"`
+	Args    []any          `json:"args"`
+	Options map[string]any `json:"options,omitempty"`
+	OSWorld MetricAnswer   `json:"osworld"`
 }
 
 // Metric is desktop_env.evaluators.metrics.<f>(*args, **opts) in the
@@ -390,7 +403,21 @@ func (j *PythonJudge) Metric(ctx context.Context, f string, args []any, opts map
 	if a.MetricScore == nil && a.MetricRaised == "" {
 		return MetricAnswer{}, fmt.Errorf("osworld metrics worker answered no metric score (log %s)", j.w.log)
 	}
-	return MetricAnswer{Score: a.MetricScore, Raised: a.MetricRaised}, nil
+	ans := MetricAnswer{Score: a.MetricScore, Raised: a.MetricRaised}
+	return ans, j.logCall(metricCall{Func: f, Args: args, Options: opts, OSWorld: ans})
+}
+
+func (j *PythonJudge) logCall(c metricCall) error {
+	line, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("encode the metric call: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(j.Config.LogDir, MetricCallsLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("metric call log: %w", err)
+	}
+	_, err = f.Write(append(line, '\n'))
+	return errors.Join(err, f.Close())
 }
 
 // Close stops the worker.
