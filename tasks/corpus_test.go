@@ -25,6 +25,10 @@ func regexMetricCases(t *testing.T) []metricCase {
 	cafe := file(t, "cafe.txt", "café\n")
 	arabic := file(t, "arabic.txt", "٣\n")
 	settings := file(t, "re.json", `{"name": "Abc\n", "word": "café"}`)
+	blanks := file(t, "blanks.txt", "\x1chello\u00a0\u3000world\x1f\n")
+	plain := file(t, "plain.txt", "hello world")
+	times := file(t, "times.txt", "12:0٣:01 a\n12:00:01 b\n")
+	filterUnicode := file(t, "msgFilterRules.dat", "name=\"x\"\nenabled=\"yes\"\naction=\"Delete\"\ncondition=\"AND (subject,contains,café)\"\n")
 	urlRule := func(p string) map[string]any { return rules("expected", []any{p}) }
 	jsonRule := func(method, ref string, key ...any) map[string]any {
 		return rules("expect", []any{rules("key", key, "method", method, "ref", ref)})
@@ -44,6 +48,9 @@ func regexMetricCases(t *testing.T) []metricCase {
 		{"re \\w Unicode", "check_json", []any{settings, jsonRule("re", `^\w+$`, "word")}, nil, 1, true},
 		{"url \\d Unicode", "is_expected_url_pattern_match", []any{"https://a.com/p/١٢", urlRule(`/p/\d+$`)}, nil, 1, false},
 		{"url $ newline", "is_expected_url_pattern_match", []any{"https://a.com/\n", urlRule(`com/$`)}, nil, 1, false},
+		{"text blanks Unicode", "compare_text_file", []any{blanks, plain}, map[string]any{"ignore_blanks": true}, 1, false},
+		{"line number Arabic-Indic", "check_line_number", []any{times, rules("expected", "2")}, nil, 1, false},
+		{"filter \\w Unicode", "check_thunderbird_filter", []any{filterUnicode, rules("expect", []any{rules("enabled", "yes", "action", "Delete", "condition", []any{"AND (subject,contains,café)"})})}, nil, 1, true},
 		{"search query \\w", "is_expected_search_query", []any{map[string]any{"url": "https://s.com/?q=日本"}, rules("expect", rules("pattern", `q=\w+`))}, nil, 1, true},
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -549,7 +548,8 @@ func fileContains(args []any, _ map[string]any) (float64, error) {
 	return 1, nil
 }
 
-var timeRE = regexp.MustCompile(`([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)`)
+// timeRE is general.py's check_line_number timeRegex.
+var timeRE = mustPy(`([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)`)
 
 func checkLineNumber(args []any, _ map[string]any) (float64, error) {
 	text, err := readText(arg(args, 0))

@@ -21,10 +21,44 @@ type pyRegexp struct {
 
 // MatchString is re.search(pattern, s) is not None.
 func (p *pyRegexp) MatchString(s string) (bool, error) {
-	if p.asciiOnly != "" && !isASCII(s) {
-		return false, fmt.Errorf("%w: Python's %s on non-ASCII text differs from RE2's", ErrNotNative, p.asciiOnly)
+	if err := p.check(s); err != nil {
+		return false, err
 	}
 	return p.re.MatchString(s), nil
+}
+
+// check refuses text the translation is not exact on.
+func (p *pyRegexp) check(s string) error {
+	if p.asciiOnly != "" && !isASCII(s) {
+		return fmt.Errorf("%w: Python's %s on non-ASCII text differs from RE2's", ErrNotNative, p.asciiOnly)
+	}
+	return nil
+}
+
+// FindAllString is re.findall(pattern, s) for a pattern without groups.
+func (p *pyRegexp) FindAllString(s string) ([]string, error) {
+	if err := p.check(s); err != nil {
+		return nil, err
+	}
+	return p.re.FindAllString(s, -1), nil
+}
+
+// mustCompilePy is compilePy for a pattern of OSWorld's own metrics.
+func mustCompilePy(pattern string) *pyRegexp {
+	p, err := compilePy(pattern)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// mustPy is the RE2 regexp of such a pattern that needs no ASCII text.
+func mustPy(pattern string) *regexp.Regexp {
+	p := mustCompilePy(pattern)
+	if p.asciiOnly != "" {
+		panic("Python regex " + pattern + " needs ASCII text: use mustCompilePy")
+	}
+	return p.re
 }
 
 func isASCII(s string) bool {
