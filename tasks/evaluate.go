@@ -220,7 +220,10 @@ func (e *Env) Evaluate(ctx context.Context, t *Task, lastFail bool) Evaluation {
 	}
 	evr := t.Evaluator
 	if len(evr.Funcs) == 1 && evr.Funcs[0] == "infeasible" {
+		// DesktopEnv.evaluate decides infeasible itself, no metric
+		// function: drums' rule is OSWorld's.
 		ev.Score = fptr(score(lastFail))
+		ev.Evaluator = EvaluatorNative
 		ev.Metrics = []MetricResult{{Func: "infeasible", Score: ev.Score}}
 		return ev
 	}
