@@ -237,7 +237,7 @@ func mdCell(s string, limit int) string {
 func statusMeaning(status string) string {
 	switch status {
 	case StatusRan:
-		return "setup and observation worked (score before acting computed where the metric is native)"
+		return "setup and observation worked (score before acting by OSWorld's metrics where a checkout is given, else by drums' proven Go metrics)"
 	case StatusDiverged:
 		return "ran, and a native metric scored differently from OSWorld's Python (the score is OSWorld's; the reason gives both)"
 	case StatusNeedsFileCache:
