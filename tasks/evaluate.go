@@ -13,8 +13,10 @@ import (
 
 // Evaluation is what DesktopEnv.evaluate() did for one task.
 type Evaluation struct {
-	// Score is the task's score; nil when drums could not compute it
-	// (a metric or getter it does not implement, or a failed postconfig).
+	// Score is the task's score; nil when there is none: a metric or
+	// getter drums cannot compute and no OSWorld to ask, one that raised
+	// (OSWorld's evaluate() raises, its runners record no result), or a
+	// failed postconfig. Error says which.
 	Score      *float64       `json:"score"`
 	Postconfig []StepResult   `json:"postconfig,omitempty"`
 	Getters    []GetterResult `json:"getters,omitempty"`
@@ -264,11 +266,11 @@ func (e *Env) Evaluate(ctx context.Context, t *Task, lastFail bool) Evaluation {
 				ev.Error = err.Error()
 				return ev
 			}
-			// A getter that raises makes OSWorld's evaluate() raise.
+			// A getter that raises makes OSWorld's evaluate() raise: its
+			// runners record no result.
 			mr.Error = err.Error()
 			ev.Metrics = append(ev.Metrics, mr)
 			ev.Error = fmt.Sprintf("getter of metric %d (%s): %v", i, f, err)
-			ev.Score = fptr(0)
 			return ev
 		}
 		args := []any{result}
@@ -279,15 +281,14 @@ func (e *Env) Evaluate(ctx context.Context, t *Task, lastFail bool) Evaluation {
 		ev.Metrics = append(ev.Metrics, mr)
 		if mr.Score == nil {
 			skipRest(&ev, evr.Funcs[i+1:])
+			// An exception in a metric makes evaluate() raise (OSWorld's
+			// runners record no result); a metric not computed has no
+			// score either, never a 0.
 			if raised {
-				// An exception in a metric ends the episode without a
-				// score; OSWorld's runners count that as 0.
 				ev.Error = fmt.Sprintf("%v: metric %s raised: %s", ErrMetric, f, mr.Error)
-				ev.Score = fptr(0)
-				return ev
+			} else {
+				ev.Error = fmt.Sprintf("metric %s: %s", f, mr.Error)
 			}
-			// Not computed: no score, never a 0.
-			ev.Error = fmt.Sprintf("metric %s: %s", f, mr.Error)
 			return ev
 		}
 		s := *mr.Score

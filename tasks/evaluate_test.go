@@ -98,13 +98,15 @@ func TestEvaluateNotNativeStillRunsGetters(t *testing.T) {
 	}
 }
 
-func TestEvaluateMetricErrorScoresZero(t *testing.T) {
+// A metric that raises makes evaluate() raise: OSWorld's runners record no
+// result, so there is no score (never a 0), with the exception as reason.
+func TestEvaluateMetricErrorNoScore(t *testing.T) {
 	f := newFakeGuest(t)
 	f.handle("/execute", execByCommand(map[string]ExecResult{"timedatectl status": {Error: "System has not been booted with systemd"}}))
 	e := testEnv(t, f)
 	task := mustTask(t, `{"id": "x", "evaluator": {"func": "is_utc_0", "result": {"type": "vm_command_line", "command": "timedatectl status", "shell": true}}}`)
 	ev := e.Evaluate(context.Background(), task, false)
-	if ev.Score == nil || *ev.Score != 0 || !strings.Contains(ev.Error, "IndexError") {
+	if ev.Score != nil || !strings.Contains(ev.Error, "IndexError") {
 		t.Errorf("ev = %+v", ev)
 	}
 }
@@ -219,7 +221,7 @@ func TestEvaluateJudge(t *testing.T) {
 	}{
 		{"agree", exact, judgeFunc(func(string, []any) (MetricAnswer, error) { return score(1) }), fptr(1), EvaluatorOSWorld, false, ""},
 		{"diverge", exact, judgeFunc(func(string, []any) (MetricAnswer, error) { return score(0) }), fptr(0), EvaluatorOSWorld, true, ""},
-		{"osworld raised", exact, judgeFunc(func(string, []any) (MetricAnswer, error) { return MetricAnswer{Raised: "KeyError: 'x'"}, nil }), fptr(0), EvaluatorOSWorld, true, "KeyError"},
+		{"osworld raised", exact, judgeFunc(func(string, []any) (MetricAnswer, error) { return MetricAnswer{Raised: "KeyError: 'x'"}, nil }), nil, EvaluatorOSWorld, true, "KeyError"},
 		{"worker down", exact, judgeFunc(func(string, []any) (MetricAnswer, error) { return MetricAnswer{}, os.ErrClosed }), fptr(1), EvaluatorNative, false, ""},
 		{"no checkout", exact, nil, fptr(1), EvaluatorNative, false, ""},
 		{"not native, OSWorld scores", notNative, judgeFunc(func(string, []any) (MetricAnswer, error) { return score(1) }), fptr(1), EvaluatorOSWorld, false, ""},
