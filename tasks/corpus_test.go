@@ -165,6 +165,23 @@ func sameKind(a, b MetricAnswer) bool {
 	return false
 }
 
+// osworldJudge is OSWorld's metrics from the checkout osw, its
+// dependencies on DRUMS_OSWORLD_PYTHONPATH, stopped when t ends.
+func osworldJudge(t *testing.T, osw string) *PythonJudge {
+	t.Helper()
+	prov, err := filepath.Abs(filepath.Join("..", "provider", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &PythonConfig{Python: debianPython, OSWorld: osw, PythonPath: os.Getenv("DRUMS_OSWORLD_PYTHONPATH"), ProviderPath: prov, LogDir: t.TempDir()}
+	if err := cfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	judge := &PythonJudge{Config: cfg}
+	t.Cleanup(judge.Close)
+	return judge
+}
+
 // recordCorpus asks OSWorld's metrics (DRUMS_OSWORLD) for each entry.
 func recordCorpus(t *testing.T, entries []CorpusEntry) MetricCorpus {
 	osw := os.Getenv("DRUMS_OSWORLD")
@@ -178,16 +195,7 @@ func recordCorpus(t *testing.T, entries []CorpusEntry) MetricCorpus {
 	if commit == "" {
 		t.Fatal("-record: the checkout is no git tree; set DRUMS_OSWORLD_COMMIT to the commit it came from (git log -1 of its git dir)")
 	}
-	prov, err := filepath.Abs(filepath.Join("..", "provider", "python"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &PythonConfig{Python: debianPython, OSWorld: osw, PythonPath: os.Getenv("DRUMS_OSWORLD_PYTHONPATH"), ProviderPath: prov, LogDir: t.TempDir()}
-	if err := cfg.Check(); err != nil {
-		t.Fatal(err)
-	}
-	judge := &PythonJudge{Config: cfg}
-	defer judge.Close()
+	judge := osworldJudge(t, osw)
 	c := MetricCorpus{OSWorld: commit}
 	for _, e := range entries {
 		args := e.materialize(t, t.TempDir())
