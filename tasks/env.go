@@ -20,6 +20,9 @@ type Env struct {
 	Timeouts      Timeouts
 	// Now is the evaluation's clock (rule_relativeTime, browse history).
 	Now func() time.Time
+	// Judge, when set, is OSWorld's Python scoring each metric: the score
+	// of record, drums' own metrics computed beside it.
+	Judge Judge
 }
 
 // Timeouts bound the steps OSWorld lets run long. OSWorld's values are for

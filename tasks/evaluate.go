@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/drums-dev/drums/internal/pyvalue"
@@ -11,14 +13,23 @@ import (
 
 // Evaluation is what DesktopEnv.evaluate() did for one task.
 type Evaluation struct {
-	// Score is the task's score; nil when drums could not compute it
-	// (a metric or getter it does not implement, or a failed postconfig).
+	// Score is the task's score; nil when there is none: a metric or
+	// getter drums cannot compute and no OSWorld to ask, one that raised
+	// (OSWorld's evaluate() raises, its runners record no result), or a
+	// failed postconfig. Error says which.
 	Score      *float64       `json:"score"`
 	Postconfig []StepResult   `json:"postconfig,omitempty"`
 	Getters    []GetterResult `json:"getters,omitempty"`
 	Metrics    []MetricResult `json:"metrics,omitempty"`
 	// NotNative names the getters and metrics drums left to OSWorld.
 	NotNative []string `json:"not_native,omitempty"`
+	// Evaluator says whose metrics scored: EvaluatorOSWorld (OSWorld's
+	// Python metrics over drums' getters, each native metric computed
+	// beside it) or EvaluatorNative (drums' Go metrics alone).
+	Evaluator string `json:"evaluator,omitempty"`
+	// Diverged says, for each metric whose native score differs from
+	// OSWorld's, both scores.
+	Diverged []string `json:"diverged,omitempty"`
 	// Error is why the evaluation stopped early.
 	Error string `json:"error,omitempty"`
 	// Screenshot is the screen once the evaluation ran (its postconfig
@@ -41,11 +52,116 @@ type GetterResult struct {
 
 // MetricResult is one metric call.
 type MetricResult struct {
-	Func  string   `json:"func"`
+	Func string `json:"func"`
+	// Score and Error are the evaluator's of record: OSWorld's where it
+	// is given, drums' own otherwise.
 	Score *float64 `json:"score"`
 	Error string   `json:"error,omitempty"`
 	// Skipped: an earlier metric decided the conjunction.
 	Skipped bool `json:"skipped,omitempty"`
+	// Native and OSWorld are each side's answer where it was asked.
+	Native  *MetricAnswer `json:"native,omitempty"`
+	OSWorld *MetricAnswer `json:"osworld,omitempty"`
+	// Diverged says how the two sides' answers differ.
+	Diverged string `json:"diverged,omitempty"`
+}
+
+// MetricAnswer is one side's answer to a metric call: a score, or the
+// exception the metric raised, or why it could not be computed.
+type MetricAnswer struct {
+	Score  *float64 `json:"score,omitempty"`
+	Raised string   `json:"raised,omitempty"`
+	// NoScore is why there is no answer (not computed natively, worker
+	// failed).
+	NoScore string `json:"no_score,omitempty"`
+}
+
+func (a *MetricAnswer) String() string {
+	switch {
+	case a.NoScore != "":
+		return "no score (" + a.NoScore + ")"
+	case a.Raised != "":
+		return "raised " + a.Raised
+	}
+	return scoreText(a.Score)
+}
+
+// The evaluators of an Evaluation.
+const (
+	EvaluatorOSWorld = "osworld"
+	EvaluatorNative  = "native"
+)
+
+// Judge scores a metric with OSWorld's own Python,
+// desktop_env.evaluators.metrics.<func>(*args, **options). An error is a
+// judge that could not answer, not a metric that raised.
+type Judge interface {
+	Metric(ctx context.Context, f string, args []any, opts map[string]any) (MetricAnswer, error)
+}
+
+// scoreMetric is one metric call: OSWorld's answer where a judge is
+// given, drums' beside it where the metric is native, their difference.
+// raised says the answer of record is an exception the metric raised.
+func (e *Env) scoreMetric(ctx context.Context, ev *Evaluation, f string, args []any, opts map[string]any) (mr MetricResult, raised bool) {
+	mr.Func = f
+	if m, ok := metrics[f]; ok && MetricNative(f) {
+		a := MetricAnswer{}
+		s, err := m(args, opts)
+		switch {
+		case errors.Is(err, ErrNotNative):
+			a.NoScore = err.Error()
+		case err != nil:
+			a.Raised = err.Error()
+		default:
+			a.Score = fptr(s)
+		}
+		mr.Native = &a
+	}
+	if e.Judge != nil {
+		a, err := e.Judge.Metric(ctx, f, args, opts)
+		if err != nil {
+			a = MetricAnswer{NoScore: "OSWorld's metric: " + err.Error()}
+		}
+		mr.OSWorld = &a
+	}
+	record := mr.Native
+	ev.Evaluator = EvaluatorNative
+	if mr.OSWorld != nil && mr.OSWorld.NoScore == "" {
+		record = mr.OSWorld
+		ev.Evaluator = EvaluatorOSWorld
+		if d := diverges(mr.Native, mr.OSWorld); d != "" {
+			mr.Diverged = d
+			ev.Diverged = append(ev.Diverged, fmt.Sprintf("%s: %s", f, d))
+		}
+	}
+	switch {
+	case record == nil:
+		mr.Error = fmt.Sprintf("%v: metric %s", ErrNotNative, f)
+	case record.NoScore != "":
+		mr.Error = record.NoScore
+	case record.Raised != "":
+		mr.Error, raised = record.Raised, true
+	default:
+		mr.Score = record.Score
+	}
+	if mr.OSWorld != nil && mr.OSWorld.NoScore != "" {
+		mr.Error = joinReason(mr.Error, mr.OSWorld.NoScore) // drums' answer stood in
+	}
+	return mr, raised
+}
+
+// diverges says how drums' answer differs from OSWorld's, "" when they
+// agree or drums has none.
+func diverges(native, osworld *MetricAnswer) string {
+	if native == nil || native.NoScore != "" {
+		return ""
+	}
+	same := native.Raised != "" && osworld.Raised != "" ||
+		native.Score != nil && osworld.Score != nil && math.Abs(*native.Score-*osworld.Score) <= 1e-9
+	if same {
+		return ""
+	}
+	return fmt.Sprintf("native %s, OSWorld %s", native, osworld)
 }
 
 // GettersOK reports whether every getter that ran returned without error.
@@ -100,9 +216,16 @@ func (e *Env) Evaluate(ctx context.Context, t *Task, lastFail bool) Evaluation {
 		return ev
 	}
 	ev.NotNative = NotNativeParts(t)
+	if e.Judge != nil {
+		// OSWorld's Python computes the metrics drums does not.
+		ev.NotNative = slices.DeleteFunc(ev.NotNative, func(p string) bool { return strings.HasPrefix(p, "metric:") })
+	}
 	evr := t.Evaluator
 	if len(evr.Funcs) == 1 && evr.Funcs[0] == "infeasible" {
+		// DesktopEnv.evaluate decides infeasible itself, no metric
+		// function: drums' rule is OSWorld's.
 		ev.Score = fptr(score(lastFail))
+		ev.Evaluator = EvaluatorNative
 		ev.Metrics = []MetricResult{{Func: "infeasible", Score: ev.Score}}
 		return ev
 	}
@@ -139,33 +262,36 @@ func (e *Env) Evaluate(ctx context.Context, t *Task, lastFail bool) Evaluation {
 		}
 		if rerr != nil || eerr != nil {
 			err := errors.Join(rerr, eerr)
-			if errors.Is(err, ErrNeedsFileCache) || errors.Is(err, ErrMirrorMismatch) {
+			if errors.Is(err, ErrNeedsFileCache) || errors.Is(err, ErrMirrorMismatch) || errors.Is(err, ErrNotNative) {
 				ev.Error = err.Error()
 				return ev
 			}
-			// A getter that raises makes OSWorld's evaluate() raise.
+			// A getter that raises makes OSWorld's evaluate() raise: its
+			// runners record no result.
 			mr.Error = err.Error()
 			ev.Metrics = append(ev.Metrics, mr)
 			ev.Error = fmt.Sprintf("getter of metric %d (%s): %v", i, f, err)
-			ev.Score = fptr(0)
 			return ev
 		}
 		args := []any{result}
 		if hasExpected {
 			args = append(args, expected)
 		}
-		s, merr := metrics[f](args, evr.Options[i])
-		if merr != nil {
-			mr.Error = merr.Error()
-			ev.Metrics = append(ev.Metrics, mr)
-			// An exception in a metric ends the episode without a score;
-			// OSWorld's runners count that as 0.
-			ev.Error = fmt.Sprintf("%v: metric %s raised: %v", ErrMetric, f, merr)
-			ev.Score = fptr(0)
+		mr, raised := e.scoreMetric(ctx, &ev, f, args, evr.Options[i])
+		ev.Metrics = append(ev.Metrics, mr)
+		if mr.Score == nil {
+			skipRest(&ev, evr.Funcs[i+1:])
+			// An exception in a metric makes evaluate() raise (OSWorld's
+			// runners record no result); a metric not computed has no
+			// score either, never a 0.
+			if raised {
+				ev.Error = fmt.Sprintf("%v: metric %s raised: %s", ErrMetric, f, mr.Error)
+			} else {
+				ev.Error = fmt.Sprintf("metric %s: %s", f, mr.Error)
+			}
 			return ev
 		}
-		mr.Score = fptr(s)
-		ev.Metrics = append(ev.Metrics, mr)
+		s := *mr.Score
 		if evr.Multi && evr.Conj == "and" && s == 0 {
 			ev.Score = fptr(0)
 			skipRest(&ev, evr.Funcs[i+1:])
@@ -252,6 +378,9 @@ func (ev Evaluation) summary() string {
 	}
 	if len(ev.NotNative) > 0 {
 		parts = append(parts, "not native: "+strings.Join(ev.NotNative, ", ")+" (use --via-python)")
+	}
+	if len(ev.Diverged) > 0 {
+		parts = append(parts, "diverged: "+strings.Join(ev.Diverged, "; "))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -98,13 +98,15 @@ func TestEvaluateNotNativeStillRunsGetters(t *testing.T) {
 	}
 }
 
-func TestEvaluateMetricErrorScoresZero(t *testing.T) {
+// A metric that raises makes evaluate() raise: OSWorld's runners record no
+// result, so there is no score (never a 0), with the exception as reason.
+func TestEvaluateMetricErrorNoScore(t *testing.T) {
 	f := newFakeGuest(t)
 	f.handle("/execute", execByCommand(map[string]ExecResult{"timedatectl status": {Error: "System has not been booted with systemd"}}))
 	e := testEnv(t, f)
 	task := mustTask(t, `{"id": "x", "evaluator": {"func": "is_utc_0", "result": {"type": "vm_command_line", "command": "timedatectl status", "shell": true}}}`)
 	ev := e.Evaluate(context.Background(), task, false)
-	if ev.Score == nil || *ev.Score != 0 || !strings.Contains(ev.Error, "IndexError") {
+	if ev.Score != nil || !strings.Contains(ev.Error, "IndexError") {
 		t.Errorf("ev = %+v", ev)
 	}
 }
@@ -190,5 +192,46 @@ func TestGettersOverFakeGuest(t *testing.T) {
 	v := got(Getter{"type": "vm_file", "path": "/home/user/a.txt", "dest": "r.txt", "time_suffix": true})
 	if !strings.HasSuffix(v.(string), "r_20240102_030405.txt") {
 		t.Errorf("time suffix path = %v", v)
+	}
+}
+
+// judgeFunc is a Judge answering from a function (a test double for
+// OSWorld's Python; PythonJudge itself is tested in TestPythonJudge).
+type judgeFunc func(f string, args []any) (MetricAnswer, error)
+
+func (j judgeFunc) Metric(_ context.Context, f string, args []any, _ map[string]any) (MetricAnswer, error) {
+	return j(f, args)
+}
+
+func TestEvaluateJudge(t *testing.T) {
+	e := testEnv(t, newFakeGuest(t))
+	exact := mustTask(t, `{"id": "x", "evaluator": {"func": "exact_match", "result": {"type": "rule", "rules": "a"}, "expected": {"type": "rule", "rules": {"expected": "a"}}}}`)
+	notNative := mustTask(t, `{"id": "x", "evaluator": {"func": "compare_table", "result": {"type": "rule", "rules": "a"}, "expected": {"type": "rule", "rules": {"expected": "a"}}}}`)
+	refused := mustTask(t, `{"id": "x", "evaluator": {"func": "check_json", "result": {"type": "rule", "rules": "`+
+		strings.ReplaceAll(file(t, "s.json", `{"k": "v"}`), `\`, `\\`)+`"}, "expected": {"type": "rule", "rules": {"expect": [{"key": ["k"], "method": "re.X", "ref": "v"}]}}}}`)
+	score := func(s float64) (MetricAnswer, error) { return MetricAnswer{Score: fptr(s)}, nil }
+	for _, c := range []struct {
+		name      string
+		task      *Task
+		judge     Judge
+		score     *float64
+		evaluator string
+		diverged  bool
+		errHas    string
+	}{
+		{"agree", exact, judgeFunc(func(string, []any) (MetricAnswer, error) { return score(1) }), fptr(1), EvaluatorOSWorld, false, ""},
+		{"diverge", exact, judgeFunc(func(string, []any) (MetricAnswer, error) { return score(0) }), fptr(0), EvaluatorOSWorld, true, ""},
+		{"osworld raised", exact, judgeFunc(func(string, []any) (MetricAnswer, error) { return MetricAnswer{Raised: "KeyError: 'x'"}, nil }), nil, EvaluatorOSWorld, true, "KeyError"},
+		{"worker down", exact, judgeFunc(func(string, []any) (MetricAnswer, error) { return MetricAnswer{}, os.ErrClosed }), fptr(1), EvaluatorNative, false, ""},
+		{"no checkout", exact, nil, fptr(1), EvaluatorNative, false, ""},
+		{"not native, OSWorld scores", notNative, judgeFunc(func(string, []any) (MetricAnswer, error) { return score(1) }), fptr(1), EvaluatorOSWorld, false, ""},
+		{"refused natively, no checkout: no score", refused, nil, nil, EvaluatorNative, false, "flag re.X"},
+		{"refused natively, OSWorld scores", refused, judgeFunc(func(string, []any) (MetricAnswer, error) { return score(1) }), fptr(1), EvaluatorOSWorld, false, ""},
+	} {
+		e.Judge = c.judge
+		ev := e.Evaluate(context.Background(), c.task, false)
+		if !cmp.Equal(ev.Score, c.score) || ev.Evaluator != c.evaluator || (len(ev.Diverged) > 0) != c.diverged || !strings.Contains(ev.Error, c.errHas) {
+			t.Errorf("%s: score %v, evaluator %q, diverged %q, error %q", c.name, scoreText(ev.Score), ev.Evaluator, ev.Diverged, ev.Error)
+		}
 	}
 }

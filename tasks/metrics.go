@@ -1,10 +1,11 @@
 package tasks
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -70,17 +71,20 @@ var metrics = map[string]metric{
 	"check_auto_saving_time":                    checkAutoSavingTime,
 }
 
-// MetricNative reports whether drums computes the metric itself.
+// MetricNative reports whether drums computes the metric itself: a Go
+// metric the metric corpus proves equal to OSWorld's (corpus.go).
 func MetricNative(name string) bool {
 	_, ok := metrics[name]
-	return ok || name == "infeasible"
+	return ok && proven()[name] || name == "infeasible"
 }
 
 // NativeMetrics lists the metrics drums computes itself, sorted.
 func NativeMetrics() []string {
 	out := []string{"infeasible"}
 	for k := range metrics {
-		out = append(out, k)
+		if MetricNative(k) {
+			out = append(out, k)
+		}
 	}
 	sort.Strings(out)
 	return out
@@ -224,16 +228,6 @@ func literalMatch(args []any, opts map[string]any) (float64, error) {
 	return 0, fmt.Errorf("NotImplementedError: type %s not supported", typ)
 }
 
-// compilePy compiles a Python regular expression; RE2 lacks look-around
-// and back-references, which then surface as an error.
-func compilePy(pattern string, flags string) (*regexp.Regexp, error) {
-	re, err := regexp.Compile(flags + pattern)
-	if err != nil {
-		return nil, fmt.Errorf("re.error (RE2 cannot compile %q): %w", pattern, err)
-	}
-	return re, nil
-}
-
 func checkList(args []any, _ map[string]any) (float64, error) {
 	if arg(args, 0) == nil {
 		return 0, nil
@@ -242,12 +236,12 @@ func checkList(args []any, _ map[string]any) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var expect, unexpect []*regexp.Regexp
-	for k, dst := range map[string]*[]*regexp.Regexp{"expect": &expect, "unexpect": &unexpect} {
+	var expect, unexpect []*pyRegexp
+	for k, dst := range map[string]*[]*pyRegexp{"expect": &expect, "unexpect": &unexpect} {
 		l, _ := asList(rules[k])
 		for _, p := range l {
 			s, _ := p.(string)
-			re, err := compilePy(s, "")
+			re, err := compilePy(s)
 			if err != nil {
 				return 0, err
 			}
@@ -258,7 +252,17 @@ func checkList(args []any, _ map[string]any) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return score(expectUnexpect(pyLines(text), expect, unexpect, (*regexp.Regexp).MatchString)), nil
+	var matchErr error
+	match := func(re *pyRegexp, line string) bool {
+		ok, err := re.MatchString(line)
+		matchErr = cmp.Or(matchErr, err)
+		return ok
+	}
+	ok := expectUnexpect(pyLines(text), expect, unexpect, match)
+	if matchErr != nil {
+		return 0, matchErr
+	}
+	return score(ok), nil
 }
 
 // expectUnexpect is the expect/unexpect rule of OSWorld's metrics: every
@@ -281,30 +285,16 @@ func matchValueToRule(value any, rule map[string]any) (bool, error) {
 	ref := rule["ref"]
 	switch {
 	case strings.HasPrefix(method, "re"):
-		flags := ""
-		for _, f := range strings.Split(method, ".")[1:] {
-			switch f {
-			case "I", "IGNORECASE":
-				flags += "i"
-			case "M", "MULTILINE":
-				flags += "m"
-			case "S", "DOTALL":
-				flags += "s"
-			}
-		}
-		if flags != "" {
-			flags = "(?" + flags + ")"
-		}
 		s, ok := value.(string)
 		if !ok {
 			return false, fmt.Errorf("TypeError: expected string or bytes-like object, got %s", pyvalue.TypeName(value))
 		}
 		p, _ := ref.(string)
-		re, err := compilePy(p, flags)
+		re, err := compilePy(p, strings.Split(method, ".")[1:]...)
 		if err != nil {
 			return false, err
 		}
-		return re.MatchString(s), nil
+		return re.MatchString(s)
 	case method == "eq":
 		return pyEqual(value, ref), nil
 	case method == "ne":
@@ -351,6 +341,15 @@ func matchValueToRule(value any, rule map[string]any) (bool, error) {
 		return a && b, err
 	}
 	return false, fmt.Errorf("%w: rule method %q", ErrNotNative, method)
+}
+
+// notNative keeps of an error a metric catches (scoring 0) only what
+// makes the score unknown: something drums does not compute natively.
+func notNative(err error) error {
+	if errors.Is(err, ErrNotNative) {
+		return err
+	}
+	return nil
 }
 
 func loadJSONFile(path any) (any, bool) {
@@ -420,7 +419,7 @@ func checkJSON(args []any, opts map[string]any) (float64, error) {
 		}
 		m, err := matchValueToRule(v, r)
 		if err != nil {
-			return 0, nil
+			return 0, notNative(err)
 		}
 		metric = metric && m
 	}
@@ -433,7 +432,7 @@ func checkJSON(args []any, opts map[string]any) (float64, error) {
 		v, _ := lookup(r)
 		m, err := matchValueToRule(v, r)
 		if err != nil {
-			return 0, nil
+			return 0, notNative(err)
 		}
 		metric = metric && !m
 	}
@@ -549,7 +548,8 @@ func fileContains(args []any, _ map[string]any) (float64, error) {
 	return 1, nil
 }
 
-var timeRE = regexp.MustCompile(`([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)`)
+// timeRE is general.py's check_line_number timeRegex.
+var timeRE = mustPy(`([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)`)
 
 func checkLineNumber(args []any, _ map[string]any) (float64, error) {
 	text, err := readText(arg(args, 0))

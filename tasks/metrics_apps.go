@@ -78,9 +78,12 @@ func checkJSONKeybindings(args []any, _ map[string]any) (float64, error) {
 	return score(in), nil
 }
 
+// vscode.py's compare_text_file: re.sub(r'[\t\n]', ' ', text).strip(),
+// then re.sub(r'\s+', ' ', ...), with Python's Unicode \s.
 var (
-	tabNL  = regexp.MustCompile(`[\t\n]`)
-	spaces = regexp.MustCompile(`\s+`)
+	tabNL       = regexp.MustCompile(`[\t\n]`)
+	spaces      = mustPy(`\s+`)
+	outerSpaces = mustPy(`\A\s+|\s+\Z`)
 )
 
 func compareTextFile(args []any, opts map[string]any) (float64, error) {
@@ -93,7 +96,7 @@ func compareTextFile(args []any, opts map[string]any) (float64, error) {
 	}
 	if pyvalue.Truthy(opts["ignore_blanks"]) {
 		norm := func(s string) string {
-			return spaces.ReplaceAllString(strings.TrimSpace(tabNL.ReplaceAllString(s, " ")), " ")
+			return spaces.ReplaceAllString(outerSpaces.ReplaceAllString(tabNL.ReplaceAllString(s, " "), ""), " ")
 		}
 		a, b = norm(a), norm(b)
 	}
@@ -257,12 +260,12 @@ func isExpectedURLPatternMatch(args []any, _ map[string]any) (float64, error) {
 	pats, _ := asList(rules["expected"])
 	for _, p := range pats {
 		s, _ := p.(string)
-		re, err := compilePy(s, "")
+		re, err := compilePy(s)
 		if err != nil {
 			return 0, err
 		}
-		if !re.MatchString(u) {
-			return 0, nil
+		if ok, err := re.MatchString(u); !ok || err != nil {
+			return 0, err
 		}
 	}
 	return 1, nil
@@ -400,12 +403,13 @@ func isExpectedSearchQuery(args []any, _ map[string]any) (float64, error) {
 	}
 	exp, _ := rules["expect"].(map[string]any)
 	p, _ := exp["pattern"].(string)
-	re, err := compilePy(p, "")
+	re, err := compilePy(p)
 	if err != nil {
 		return 0, err
 	}
 	u, _ := info["url"].(string)
-	return score(re.MatchString(u)), nil
+	ok, err = re.MatchString(u)
+	return score(ok), err
 }
 
 func isExpectedInstalledExtensions(args []any, _ map[string]any) (float64, error) {
@@ -857,7 +861,8 @@ func checkThunderbirdPrefs(args []any, _ map[string]any) (float64, error) {
 	return score(pass), nil
 }
 
-var filterConditionRE = regexp.MustCompile(`\b(?:AND|OR) \((?:[\w ]+),(?:[\w ']+),(?:"(?:(?:[^"]|")+)"|(?:[^)]+))\)|\bALL\b`)
+// filterConditionRE is thunderbird.py's _condition_pattern.
+var filterConditionRE = mustCompilePy(`\b(?:AND|OR) \((?:[\w ]+),(?:[\w ']+),(?:"(?:(?:[^"]|\")+)"|(?:[^)]+))\)|\bALL\b`)
 
 // pySlice is s[a:len(s)+b] for a >= 0, b < 0, clamped as Python does.
 func pySlice(s string, a, b int) string {
@@ -896,8 +901,12 @@ func checkThunderbirdFilter(args []any, _ map[string]any) (float64, error) {
 		case strings.HasPrefix(l, "actionValue="):
 			cur["actionValue"] = val(pySlice(l, 13, -2))
 		case strings.HasPrefix(l, "condition="):
+			found, err := filterConditionRE.FindAllString(val(pySlice(l, 11, -2)))
+			if err != nil {
+				return 0, err
+			}
 			conds := []any{}
-			for _, c := range filterConditionRE.FindAllString(val(pySlice(l, 11, -2)), -1) {
+			for _, c := range found {
 				conds = append(conds, c)
 			}
 			cur["condition"] = conds

@@ -4,18 +4,24 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
-// file writes content to a temp file and returns its path.
+// file writes content to a temp file and returns its path. The metric
+// corpus finds the file by its path (testFiles).
 func file(t *testing.T, name, content string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	testFiles.Store(p, [2]string{name, content})
 	return p
 }
+
+// testFiles maps the paths file made to their name and content.
+var testFiles sync.Map
 
 type metricCase struct {
 	name    string
@@ -56,9 +62,9 @@ func rules(kv ...any) map[string]any {
 	return m
 }
 
-func TestGeneralMetrics(t *testing.T) {
+func generalCases(t *testing.T) []metricCase {
 	list := file(t, "list.txt", "alpha 1\nbeta 2\n")
-	runMetricCases(t, []metricCase{
+	return []metricCase{
 		{"exact equal", "exact_match", []any{"false\n", rules("expected", "false\n")}, nil, 1, false},
 		{"exact differs", "exact_match", []any{"true\n", rules("expected", "false\n")}, nil, 0, false},
 		{"exact None", "exact_match", []any{nil, rules("expected", "x")}, nil, 0, false},
@@ -85,23 +91,29 @@ func TestGeneralMetrics(t *testing.T) {
 		{"line number", "check_line_number", []any{file(t, "t.txt", "12:00:01 a\nb\n23:59:59 c\n"), rules("expected", "2")}, nil, 1, false},
 		{"file contains", "file_contains", []any{file(t, "c.txt", "hello world"), rules("expected", []any{"hello", "world"})}, nil, 1, false},
 		{"file contains missing file", "file_contains", []any{"/nonexistent", rules("expected", []any{"x"})}, nil, 0, false},
-	})
+	}
 }
 
-func TestDiffTextFileRatio(t *testing.T) {
+func TestGeneralMetrics(t *testing.T) { runMetricCases(t, generalCases(t)) }
+
+func diffTextCases(t *testing.T) []metricCase {
 	a := file(t, "a", "a\nb\nc\nd\n")
 	b := file(t, "b", "a\nc\nd\ne\nf\n")
 	// Python: difflib.SequenceMatcher(a=[a,b,c,d], b=[a,c,d,e,f]).ratio()
-	runMetricCases(t, []metricCase{{"ratio", "diff_text_file", []any{a, b}, nil, 0.6666666666666666, false}})
+	return []metricCase{{"ratio", "diff_text_file", []any{a, b}, nil, 0.6666666666666666, false}}
+}
+
+func TestDiffTextFileRatio(t *testing.T) {
+	runMetricCases(t, diffTextCases(t))
 	if got := sequenceRatio([]string{"x", "a", "b", "y", "a", "b", "c"}, []string{"a", "b", "c", "x", "a", "b"}); math.Abs(got-0.46153846153846156) > 1e-12 {
 		t.Errorf("sequenceRatio = %v", got)
 	}
 }
 
-func TestJSONMetrics(t *testing.T) {
+func jsonCases(t *testing.T) []metricCase {
 	settings := file(t, "settings.json", `{"editor.fontSize": 14, "files.autoSave": "afterDelay", "nested": {"a": 1, "b": [1, 2]}}`)
 	keybindings := file(t, "keybindings.json", "// comment\n[{\"key\": \"ctrl+j\", \"command\": \"x\"}]")
-	runMetricCases(t, []metricCase{
+	return []metricCase{
 		{"settings ok", "check_json_settings", []any{settings, rules("expected", map[string]any{"editor.fontSize": 14.0})}, nil, 1, false},
 		{"settings differs", "check_json_settings", []any{settings, rules("expected", map[string]any{"editor.fontSize": 12.0})}, nil, 0, false},
 		{"settings missing file", "check_json_settings", []any{"/nonexistent", rules("expected", map[string]any{})}, nil, 0, false},
@@ -119,27 +131,31 @@ func TestJSONMetrics(t *testing.T) {
 		{"direct json None", "check_direct_json_object", []any{nil, rules("expected", map[string]any{})}, nil, 0, false},
 		{"extension contain", "is_extension_installed", []any{"ms-python.python\n", rules("type", "contain", "expected", "ms-python.python")}, nil, 1, false},
 		{"extension not_contain", "is_extension_installed", []any{"", rules("type", "not_contain", "expected", "x")}, nil, 1, false},
-	})
+	}
 }
 
-func TestTextFileMetrics(t *testing.T) {
+func TestJSONMetrics(t *testing.T) { runMetricCases(t, jsonCases(t)) }
+
+func textFileCases(t *testing.T) []metricCase {
 	a := file(t, "a", "Hello\tWorld\r\n")
 	b := file(t, "b", "hello world")
-	runMetricCases(t, []metricCase{
+	return []metricCase{
 		{"differs", "compare_text_file", []any{a, b}, nil, 0, false},
 		{"ignoring", "compare_text_file", []any{a, b}, map[string]any{"ignore_blanks": true, "ignore_case": true}, 1, false},
 		{"None", "compare_text_file", []any{nil, b}, nil, 0, false},
-	})
+	}
 }
 
-func TestChromeMetrics(t *testing.T) {
+func TestTextFileMetrics(t *testing.T) { runMetricCases(t, textFileCases(t)) }
+
+func chromeCases(t *testing.T) []metricCase {
 	bookmarks := map[string]any{"bookmark_bar": map[string]any{"children": []any{
 		map[string]any{"type": "folder", "name": "Favorites", "children": []any{}},
 		map[string]any{"type": "url", "url": "https://a.org/"},
 		map[string]any{"type": "folder", "name": "Liked Authors", "children": []any{
 			map[string]any{"type": "url", "url": "https://x.org/"}, map[string]any{"type": "url", "url": "https://y.org/"}}},
 	}}}
-	runMetricCases(t, []metricCase{
+	return []metricCase{
 		{"tabs equal", "is_expected_tabs", []any{[]any{map[string]any{"url": "https://www.airbnb.com/"}, map[string]any{"url": "https://lonelyplanet.com"}},
 			rules("type", "url", "urls", []any{"https://www.lonelyplanet.com", "https://www.airbnb.com"})}, nil, 1, false},
 		{"tabs count", "is_expected_tabs", []any{[]any{map[string]any{"url": "https://a.com"}}, rules("type", "url", "urls", []any{"https://a.com", "https://b.com"})}, nil, 0, false},
@@ -157,20 +173,29 @@ func TestChromeMetrics(t *testing.T) {
 		{"extensions", "is_expected_installed_extensions", []any{[]any{"Zoom for Google Chrome", "B"}, rules("expected", []any{"Zoom Chrome Extension"})}, nil, 1, false},
 		{"shortcut", "is_shortcut_on_desktop", []any{map[string]any{"a.desktop": "[Desktop Entry]\nName=Example Site\nExec=x\n"}, rules("type", "name", "name", "Example Site")}, nil, 1, false},
 		{"shortcut none", "is_shortcut_on_desktop", []any{map[string]any{}, rules("type", "name", "name", "X")}, nil, 0, false},
-	})
+		{"steam cart", "is_added_to_steam_cart", []any{map[string]any{"content": "Your cart: Portal 2, Hades"}, rules("items", []any{"Portal 2", "Hades"})}, nil, 1, false},
+		{"steam cart missing", "is_added_to_steam_cart", []any{map[string]any{"content": "Your cart: Hades"}, rules("items", []any{"Portal 2"})}, nil, 0, false},
+		{"search query", "is_expected_search_query", []any{map[string]any{"url": "https://www.google.com/search?q=drums+linux"}, rules("expect", rules("pattern", `q=drums\+linux`))}, nil, 1, false},
+		{"search query differs", "is_expected_search_query", []any{map[string]any{"url": "https://www.google.com/search?q=x"}, rules("expect", rules("pattern", `q=drums`))}, nil, 0, false},
+	}
 }
 
-func TestAppConfigMetrics(t *testing.T) {
+func TestChromeMetrics(t *testing.T) { runMetricCases(t, chromeCases(t)) }
+
+func appConfigCases(t *testing.T) []metricCase {
 	vlcrc := file(t, "vlcrc", "# comment\n#qt-max-volume=125\nqt-max-volume=200\nqt-minimal-view=1\ninput-record-path=/home/user/Desktop\nglobal-key-play-pause=Space\nqt-slider-colours=0;0;0;10;10;10;20;20;20;30;30;30\n")
 	status := file(t, "status.xml", `<?xml version="1.0"?><root><state>playing</state><information><category name="meta"><info name="filename">video.mp4</info></category></information></root>`)
 	gimprc := file(t, "sessionrc", "# GIMP\n(show-menubar yes)\n(undo-levels 100)\n(theme \"Dark\")\n")
 	prefs := file(t, "prefs.js", "user_pref(\"mail.spam.manualMark\", true);\nuser_pref(\"mailnews.start_page.enabled\", false);\n")
 	filters := file(t, "msgFilterRules.dat", "version=\"9\"\nname=\"spam\"\nenabled=\"yes\"\ntype=\"17\"\naction=\"Move to folder\"\nactionValue=\"mailbox://nobody@Local%20Folders/Junk\"\ncondition=\"AND (subject,contains,discount)\"\n")
 	xcu := file(t, "registrymodifications.xcu", `<?xml version="1.0" encoding="UTF-8"?><oor:items xmlns:oor="http://openoffice.org/2001/registry"><item oor:path="/org.openoffice.Office.Common/Save/Document"><prop oor:name="AutoSaveTimeIntervall" oor:op="fuse"><value>3</value></prop></item></oor:items>`)
-	runMetricCases(t, []metricCase{
+	return []metricCase{
 		{"max volume", "check_qt_max_volume", []any{vlcrc, rules("expected_qt_max_volume", 200.0)}, nil, 1, false},
 		{"minimal view", "check_qt_minimal_view", []any{vlcrc, rules("expected_qt_minimal_view", 0.0)}, nil, 0, false},
 		{"bgcone default", "check_qt_bgcone", []any{vlcrc, rules("expected_qt_bgcone", 1.0)}, nil, 1, false},
+		{"one instance default", "check_one_instance_when_started_from_file", []any{vlcrc, rules("expected_one_instance_when_started_from_file", 1.0)}, nil, 1, false},
+		{"one instance differs", "check_one_instance_when_started_from_file", []any{vlcrc, rules("expected_one_instance_when_started_from_file", 0.0)}, nil, 0, false},
+		{"play and exit default", "check_play_and_exit", []any{vlcrc, rules("expected_play_and_exit", 0.0)}, nil, 1, false},
 		{"recordings", "is_vlc_recordings_folder", []any{vlcrc, rules("recording_file_path", "/home/user/Desktop")}, nil, 1, false},
 		{"global key", "check_global_key_play_pause", []any{vlcrc, rules("expected_global_key_play_pause", 1.0)}, nil, 1, false},
 		{"slider blackish", "check_qt_slider_colours", []any{vlcrc, rules("type", "blackish")}, nil, 1, false},
@@ -187,8 +212,10 @@ func TestAppConfigMetrics(t *testing.T) {
 		{"left panel", "check_left_panel", []any{`<desktop-frame><application name="soffice"><document-frame name="Slides View"/></application></desktop-frame>`}, nil, 1, false},
 		{"left panel closed", "check_left_panel", []any{`<desktop-frame/>`}, nil, 0, false},
 		{"file size", "check_image_file_size", []any{gimprc, rules("max_size", 500000.0)}, nil, 1, false},
-	})
+	}
 }
+
+func TestAppConfigMetrics(t *testing.T) { runMetricCases(t, appConfigCases(t)) }
 
 func TestMatchValueToRule(t *testing.T) {
 	for _, c := range []struct {
@@ -207,21 +234,5 @@ func TestMatchValueToRule(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("matchValueToRule(%v, %v) = %v, %v; want %v", c.v, c.rule, got, err, c.want)
 		}
-	}
-}
-
-func TestNativeListsAgree(t *testing.T) {
-	for _, m := range NativeMetrics() {
-		if !MetricNative(m) {
-			t.Errorf("%s listed but not native", m)
-		}
-	}
-	for _, g := range NativeGetters() {
-		if !GetterNative(g) {
-			t.Errorf("%s listed but not native", g)
-		}
-	}
-	if MetricNative("compare_table") {
-		t.Error("compare_table is not a plain comparison; it must be left to OSWorld")
 	}
 }

@@ -9,7 +9,13 @@
 #     | {"path", "settle"} ------------------------> | reset(task) = setup
 #     |                                              | _get_obs()
 #     | <--- {"setup_ok", "score", ...}             | evaluate() before acting
+#     | {"metric": {"func", "result", ...}} -------> | metrics.<func>(...)
+#     | <--- {"metric_score"} or {"metric_raised"}   |
 #     | stdin closed -----------------------------> | env.close()
+#
+# With "metrics_only" in argv[1] the worker holds no DesktopEnv and answers
+# only metric calls: drums' native runner asks it for OSWorld's score of
+# each metric over drums' own getters' values.
 import json
 import os
 import sys
@@ -30,20 +36,27 @@ def describe(exc):
     return "%s: %s" % (type(exc).__name__, exc)
 
 
+def metric_call(m):
+    """desktop_env.evaluators.metrics.<func>(result[, expected], **options),
+    as DesktopEnv.evaluate calls a metric."""
+    from desktop_env.evaluators import metrics
+
+    try:
+        func = getattr(metrics, m["func"])
+        args = [m["result"]] + ([m["expected"]] if "expected" in m else [])
+        return {"metric_score": float(func(*args, **(m.get("options") or {})))}
+    except BaseException as exc:
+        return {"metric_raised": describe(exc)}
+
+
 def main():
     cfg = json.loads(sys.argv[1])
+    env = None
     try:
-        import drums_osworld  # noqa: F401 - registers provider_name="drums"
-        from desktop_env.desktop_env import DesktopEnv
-
-        env = DesktopEnv(
-            provider_name="drums",
-            action_space="pyautogui",
-            cache_dir=cfg["cache_dir"],
-            screen_size=(cfg["width"], cfg["height"]),
-            require_a11y_tree=True,
-            os_type="Ubuntu",
-        )
+        if cfg.get("metrics_only"):
+            from desktop_env.evaluators import metrics  # noqa: F401 - import errors are fatal
+        else:
+            env = start_env(cfg)
     except BaseException as exc:  # report anything, even SystemExit
         reply({"fatal": describe(exc), "trace": traceback.format_exc()[-3000:]})
         return 1
@@ -51,6 +64,9 @@ def main():
     try:
         for line in sys.stdin:
             req = json.loads(line)
+            if "metric" in req:
+                reply(metric_call(req["metric"]))
+                continue
             res = {}
             start = time.time()
             try:
@@ -85,8 +101,23 @@ def main():
             res["seconds"] = time.time() - start
             reply(res)
     finally:
-        env.close()
+        if env is not None:
+            env.close()
     return 0
+
+
+def start_env(cfg):
+    import drums_osworld  # noqa: F401 - registers provider_name="drums"
+    from desktop_env.desktop_env import DesktopEnv
+
+    return DesktopEnv(
+        provider_name="drums",
+        action_space="pyautogui",
+        cache_dir=cfg["cache_dir"],
+        screen_size=(cfg["width"], cfg["height"]),
+        require_a11y_tree=True,
+        os_type="Ubuntu",
+    )
 
 
 if __name__ == "__main__":

@@ -96,6 +96,8 @@ type pyAnswer struct {
 	ScreenshotBytes int      `json:"screenshot_bytes"`
 	A11yBytes       int      `json:"a11y_bytes"`
 	ObsError        string   `json:"obs_error"`
+	MetricScore     *float64 `json:"metric_score"`
+	MetricRaised    string   `json:"metric_raised"`
 	Score           *float64 `json:"score"`
 	EvalError       string   `json:"eval_error"`
 	Error           string   `json:"error"`
@@ -116,11 +118,16 @@ type pyWorker struct {
 const startTimeout = 3 * time.Minute
 
 func (c *PythonConfig) start(ctx context.Context, n int, width, height int) (*pyWorker, error) {
+	return c.spawn(ctx, fmt.Sprintf("osworld-worker-%d.log", n), map[string]any{"cache_dir": c.CacheDir, "width": width, "height": height})
+}
+
+// spawn starts a worker with its argv[1] config, logging to LogDir/logName.
+func (c *PythonConfig) spawn(ctx context.Context, logName string, config map[string]any) (*pyWorker, error) {
 	paths := []string{c.ProviderPath, c.OSWorld}
 	if c.PythonPath != "" {
 		paths = append(paths, c.PythonPath)
 	}
-	arg, err := json.Marshal(map[string]any{"cache_dir": c.CacheDir, "width": width, "height": height})
+	arg, err := json.Marshal(config)
 	if err != nil {
 		return nil, fmt.Errorf("encode worker config: %w", err)
 	}
@@ -128,7 +135,7 @@ func (c *PythonConfig) start(ctx context.Context, n int, width, height int) (*py
 	cmd.Dir = c.OSWorld
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+strings.Join(paths, ":"), "DRUMS_SOCKET="+c.Socket, "DRUMS_IMAGE="+c.Image, "PYTHONUNBUFFERED=1")
 	cmd.SysProcAttr = childSysProcAttr(syscall.SIGKILL)
-	logPath := filepath.Join(c.LogDir, fmt.Sprintf("osworld-worker-%d.log", n))
+	logPath := filepath.Join(c.LogDir, logName)
 	if err := os.MkdirAll(c.LogDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create worker log dir: %w", err)
 	}
@@ -320,6 +327,7 @@ func (r *Runner) pythonOne(ctx context.Context, w *pyWorker, p *planned) bool {
 	p.res.Observation = obs
 	p.res.ObservationOK = bptr(obs.OK())
 	p.res.ScoreBefore = a.Score
+	p.res.Evaluator = EvaluatorOSWorld
 	if a.EvalError == "" {
 		p.res.GettersOK = bptr(true)
 	} else {
@@ -335,4 +343,93 @@ func (r *Runner) pythonOne(ctx context.Context, w *pyWorker, p *planned) bool {
 	}
 	r.finish(&p.res, StatusRan, joinReason(append([]string{reason}, p.res.Requirements.UnavailableServices()...)...))
 	return true
+}
+
+// metricTimeout bounds one OSWorld metric call (a metric over a large
+// document reads and compares it whole).
+const metricTimeout = 2 * time.Minute
+
+// PythonJudge is OSWorld's Python scoring metrics for the native runner:
+// one worker with no DesktopEnv, started on the first call and again after
+// it dies, shared by the runner's tasks. Each call and OSWorld's answer is
+// a line of LogDir/metric-calls.jsonl, the getter values the metric
+// corpus records from runs (TestMetricCorpus -record).
+type PythonJudge struct {
+	Config *PythonConfig
+	mu     sync.Mutex
+	w      *pyWorker
+}
+
+// MetricCallsLog is the judge's log of calls in LogDir.
+const MetricCallsLog = "metric-calls.jsonl"
+
+// metricCall is one line of MetricCallsLog.
+type metricCall struct {
+	Func    string         `json:"func"`
+	Args    []any          `json:"args"`
+	Options map[string]any `json:"options,omitempty"`
+	OSWorld MetricAnswer   `json:"osworld"`
+}
+
+// Metric is desktop_env.evaluators.metrics.<f>(*args, **opts) in the
+// worker; args are JSON as OSWorld's getters return them (a tuple is a
+// list).
+func (j *PythonJudge) Metric(ctx context.Context, f string, args []any, opts map[string]any) (MetricAnswer, error) {
+	call := map[string]any{"func": f, "result": arg(args, 0), "options": opts}
+	if len(args) > 1 {
+		call["expected"] = args[1]
+	}
+	req, err := json.Marshal(map[string]any{"metric": call})
+	if err != nil {
+		return MetricAnswer{}, fmt.Errorf("encode the metric call: %w", err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.w == nil {
+		if j.w, err = j.Config.spawn(ctx, "osworld-metrics.log", map[string]any{"metrics_only": true}); err != nil {
+			return MetricAnswer{}, err
+		}
+	}
+	if _, err := j.w.in.Write(append(req, '\n')); err != nil {
+		j.closeLocked()
+		return MetricAnswer{}, fmt.Errorf("osworld metrics worker: %w", err)
+	}
+	a, err := j.w.read(ctx, metricTimeout)
+	if err != nil {
+		log := j.w.log
+		j.closeLocked()
+		return MetricAnswer{}, fmt.Errorf("osworld metrics worker: %w (log %s)", err, log)
+	}
+	if a.MetricScore == nil && a.MetricRaised == "" {
+		return MetricAnswer{}, fmt.Errorf("osworld metrics worker answered no metric score (log %s)", j.w.log)
+	}
+	ans := MetricAnswer{Score: a.MetricScore, Raised: a.MetricRaised}
+	return ans, j.logCall(metricCall{Func: f, Args: args, Options: opts, OSWorld: ans})
+}
+
+func (j *PythonJudge) logCall(c metricCall) error {
+	line, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("encode the metric call: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(j.Config.LogDir, MetricCallsLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("metric call log: %w", err)
+	}
+	_, err = f.Write(append(line, '\n'))
+	return errors.Join(err, f.Close())
+}
+
+// Close stops the worker.
+func (j *PythonJudge) Close() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.closeLocked()
+}
+
+func (j *PythonJudge) closeLocked() {
+	if j.w != nil {
+		j.w.stop()
+		j.w = nil
+	}
 }

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 // Task statuses in the report.
 const (
 	StatusRan            = "ran"              // setup and observation worked
+	StatusDiverged       = "diverged"         // ran, and a native metric's score differs from OSWorld's
 	StatusNeedsFileCache = "needs-file-cache" // a file-cache file is missing; not run
 	StatusNeedsLiveWeb   = "needs-live-web"   // needs the internet; run offline for what it shows
 	StatusMissingApp     = "missing-app"      // a program is missing on the desktop; not run
@@ -26,7 +28,7 @@ const (
 )
 
 // Statuses in report order.
-var Statuses = []string{StatusRan, StatusNeedsFileCache, StatusNeedsLiveWeb, StatusMissingApp, StatusUnsupported, StatusFailed}
+var Statuses = []string{StatusRan, StatusDiverged, StatusNeedsFileCache, StatusNeedsLiveWeb, StatusMissingApp, StatusUnsupported, StatusFailed}
 
 // Result is one task's row of report.json.
 type Result struct {
@@ -44,6 +46,10 @@ type Result struct {
 	ObservationOK *bool    `json:"observation_ok"`
 	GettersOK     *bool    `json:"getters_ok"`
 	ScoreBefore   *float64 `json:"score_before"`
+	// Evaluator says whose metrics scored: EvaluatorOSWorld (OSWorld's
+	// Python) or EvaluatorNative (drums' Go metrics, no OSWorld checkout
+	// given); "" when no metric ran.
+	Evaluator string `json:"evaluator,omitempty"`
 	// ScoreAfter is the score after a built-in task's solution.
 	ScoreAfter  *float64     `json:"score_after,omitempty"`
 	Seconds     float64      `json:"seconds"`
@@ -231,7 +237,9 @@ func mdCell(s string, limit int) string {
 func statusMeaning(status string) string {
 	switch status {
 	case StatusRan:
-		return "setup and observation worked (score before acting computed where the metric is native)"
+		return "setup and observation worked (score before acting by OSWorld's metrics where a checkout is given, else by drums' proven Go metrics)"
+	case StatusDiverged:
+		return "ran, and a native metric scored differently from OSWorld's Python (the score is OSWorld's; the reason gives both)"
 	case StatusNeedsFileCache:
 		return "a file of OSWorld's file cache is missing (not run)"
 	case StatusNeedsLiveWeb:
@@ -329,11 +337,11 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		row(totalsOf(d, domains[d]))
 	}
 	row(totalsOf("**all**", r.Results))
-	b.WriteString("\n## Tasks\n\n| domain | id | status | setup | obs | getters | score before | s | reason |\n|---|---|---|---|---|---|---:|---:|---|\n")
+	b.WriteString("\n## Tasks\n\n| domain | id | status | setup | obs | getters | score before | evaluator | s | reason |\n|---|---|---|---|---|---|---:|---|---:|---|\n")
 	for _, d := range names {
 		for _, x := range domains[d] {
-			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s | %s | %.1f | %s |\n", x.Domain, x.ID, x.Status,
-				boolText3(x.SetupOK), boolText3(x.ObservationOK), boolText3(x.GettersOK), scoresText(x), x.Seconds, mdCell(x.Reason, 240))
+			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s | %s | %s | %.1f | %s |\n", x.Domain, x.ID, x.Status,
+				boolText3(x.SetupOK), boolText3(x.ObservationOK), boolText3(x.GettersOK), scoresText(x), cmp.Or(x.Evaluator, "–"), x.Seconds, mdCell(x.Reason, 240))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -183,11 +183,20 @@ func htmlTaskOf(x Result, link func(string) (string, string)) htmlTask {
 		if e.ev.Screenshot != "" {
 			t.Shots = append(t.Shots, htmlFile{Label: e.shot, Src: src(e.ev.Screenshot)})
 		}
-		he := htmlEval{Label: e.label, Score: scoreText(e.ev.Score), Error: e.ev.Error, NotNative: e.ev.NotNative, Getters: e.ev.Getters}
+		label := e.label
+		if e.ev.Evaluator != "" {
+			label += ", scored by " + e.ev.Evaluator
+		}
+		he := htmlEval{Label: label, Score: scoreText(e.ev.Score), Error: e.ev.Error, NotNative: e.ev.NotNative, Getters: e.ev.Getters}
 		for _, m := range e.ev.Metrics {
 			note := m.Error
-			if m.Skipped {
+			switch {
+			case m.Skipped:
 				note = "skipped: an earlier metric decided"
+			case m.Diverged != "":
+				note = joinReason("diverged: "+m.Diverged, note)
+			case m.Native != nil && m.OSWorld != nil:
+				note = joinReason(note, "OSWorld's score; native agrees")
 			}
 			he.Metrics = append(he.Metrics, htmlMetric{Func: m.Func, Score: scoreText(m.Score), Note: note})
 		}

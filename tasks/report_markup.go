@@ -34,6 +34,7 @@ td.n, th.n { text-align: right; }
 code { font-size: 92%; }
 .badge { display: inline-block; padding: 0 .45em; border-radius: 3px; color: #fff; font-weight: 600; }
 .s-ran { background: #2e7d32; fill: #2e7d32; }
+.s-diverged { background: #ad1457; fill: #d81b60; }
 .s-needs-file-cache { background: #b26a00; fill: #f9a825; }
 .s-needs-live-web { background: #1565c0; fill: #1565c0; }
 .s-missing-app { background: #6a1b9a; fill: #8e24aa; }

@@ -65,6 +65,9 @@ type Config struct {
 	LiveWeb bool
 	// Python, when set, runs each task through OSWorld's own DesktopEnv.
 	Python *PythonConfig
+	// Judge, when set, scores the native runner's metrics with OSWorld's
+	// own (PythonJudge), drums' computed beside them.
+	Judge Judge
 }
 
 func (c Config) withDefaults() Config {
@@ -348,6 +351,7 @@ func (r *Runner) env(d Desktop, t *Task) *Env {
 		Cache:    r.cfg.Cache,
 		WorkDir:  filepath.Join(r.cfg.Files, "work", t.Domain, t.ID),
 		Timeouts: r.cfg.Timeouts,
+		Judge:    r.cfg.Judge,
 	}
 }
 
@@ -377,6 +381,7 @@ func (r *Runner) episode(ctx context.Context, env *Env, t *Task, res *Result) {
 	}
 	res.Evaluation = &ev
 	res.ScoreBefore = ev.Score
+	res.Evaluator = ev.Evaluator
 	if len(ev.Getters) > 0 {
 		res.GettersOK = bptr(ev.GettersOK())
 	}
@@ -396,7 +401,20 @@ func (r *Runner) episode(ctx context.Context, env *Env, t *Task, res *Result) {
 		r.finish(res, StatusFailed, "observation: "+obs.describe())
 		return
 	}
+	status := StatusRan
+	var diverged []string
+	for _, e := range []*Evaluation{&ev, res.After} {
+		if e != nil {
+			diverged = append(diverged, e.Diverged...)
+		}
+	}
+	if len(diverged) > 0 {
+		status = StatusDiverged
+	}
 	reasons := []string{ev.summary()}
+	if res.After != nil && len(res.After.Diverged) > 0 {
+		reasons = append(reasons, "after the solution, diverged: "+strings.Join(res.After.Diverged, "; "))
+	}
 	if res.Feasible && ev.Score != nil && *ev.Score > 0 {
 		reasons = append(reasons, fmt.Sprintf("score before acting is %s for a feasible task: the desktop did not start in the task's initial state (OSWorld's VM gives 0)", pyvalue.Repr(*ev.Score)))
 	}
@@ -411,7 +429,7 @@ func (r *Runner) episode(ctx context.Context, env *Env, t *Task, res *Result) {
 			reasons = append(reasons, s.Type+" warned: "+s.Warning)
 		}
 	}
-	r.finish(res, StatusRan, joinReason(reasons...))
+	r.finish(res, status, joinReason(reasons...))
 }
 
 // finish sets the status, keeping needs-live-web for tasks that need the

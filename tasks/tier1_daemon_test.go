@@ -254,7 +254,7 @@ func TestTier1EpisodeThroughDaemon(t *testing.T) {
 // that is URL-encoded opened in LibreOffice, a gold file of a cloud_file
 // getter, and ten downloads with a gold file whose name is not ASCII. Each
 // must set up, observe and score 0 before acting; every native getter
-// must work.
+// must work, and OSWorld's own metrics (the evaluator of record) score.
 func TestTier1MirroredTasksThroughDaemon(t *testing.T) {
 	dir := osworldExamples(t)
 	m := osworldMirror(t)
@@ -268,7 +268,7 @@ func TestTier1MirroredTasksThroughDaemon(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	r := NewRunner(Config{Examples: filepath.Join(dir, "examples"), Cache: FileCache{Mirror: m}, Files: t.TempDir(), Parallel: 2,
-		Width: 1280, Height: 800, TaskTimeout: 5 * time.Minute, Settle: time.Second},
+		Width: 1280, Height: 800, TaskTimeout: 5 * time.Minute, Settle: time.Second, Judge: osworldJudge(t, os.Getenv("DRUMS_OSWORLD"))},
 		&ProviderDesktops{Client: c, LeaseSeconds: 1200}, nil)
 	results, err := r.Run(ctx, entries)
 	if err != nil {
@@ -276,8 +276,9 @@ func TestTier1MirroredTasksThroughDaemon(t *testing.T) {
 	}
 	for _, res := range results {
 		// An infeasible task has no getters (getters_ok –).
+		// OSWorld's metrics scored; drums' agreed (no diverged).
 		if res.Status != StatusRan || res.SetupOK == nil || !*res.SetupOK || res.GettersOK != nil && !*res.GettersOK ||
-			res.ScoreBefore == nil || *res.ScoreBefore != 0 {
+			res.ScoreBefore == nil || *res.ScoreBefore != 0 || res.Feasible && res.Evaluator != EvaluatorOSWorld {
 			t.Errorf("%s/%s: status %s, setup %s, getters %s, score %s, reason %q", res.Domain, res.ID, res.Status,
 				boolText3(res.SetupOK), boolText3(res.GettersOK), scoreText(res.ScoreBefore), res.Reason)
 		}

@@ -178,6 +178,12 @@ With --via-python each task runs through OSWorld's own DesktopEnv
 task's files from --cache and --hf-mirror are put in DesktopEnv's cache_dir
 first, under the names OSWorld's SetupController looks for.
 
+OSWorld's Python is the evaluator of record: with an OSWorld checkout
+(--osworld, $DRUMS_OSWORLD) a native run scores every metric with OSWorld's
+own desktop_env.evaluators.metrics over drums' getters, computes drums' Go
+metric beside it, and reports a difference as the status diverged. Without
+one, drums' Go metrics score alone (the report's evaluator column says so).
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -197,7 +203,7 @@ Flags:
 	fs.DurationVar(&cfg.OpenTimeout, "open-timeout", cfg.OpenTimeout, "bound on an open step waiting for its window (OSWorld: 30 min)")
 	fs.BoolVar(&cfg.LiveWeb, "live-web", false, "the desktops reach the internet: judge tasks that need it like the others")
 	fs.BoolVar(&cfg.ViaPython, "via-python", false, "run each task through OSWorld's DesktopEnv(provider_name=\"drums\") instead of drums' native runner")
-	fs.StringVar(&cfg.Python.OSWorld, "osworld", os.Getenv("DRUMS_OSWORLD"), "OSWorld checkout for --via-python (default $DRUMS_OSWORLD)")
+	fs.StringVar(&cfg.Python.OSWorld, "osworld", os.Getenv("DRUMS_OSWORLD"), "OSWorld checkout: --via-python's DesktopEnv, and the metrics that score native runs (default $DRUMS_OSWORLD)")
 	fs.StringVar(&cfg.Python.PythonPath, "osworld-pythonpath", os.Getenv("DRUMS_OSWORLD_PYTHONPATH"), "extra PYTHONPATH for OSWorld's dependencies (default $DRUMS_OSWORLD_PYTHONPATH)")
 	fs.StringVar(&cfg.Python.ProviderPath, "provider-python", defaultProviderPython(), "directory holding the drums_osworld package (provider/python)")
 	fs.StringVar(&cfg.Python.Python, "python", "/usr/bin/python3", "Python interpreter for --via-python")
@@ -254,6 +260,16 @@ func runTasksRun(ctx context.Context, cfg tasksRunConfig, s stdio) error {
 			return err
 		}
 		rc.Python = &p
+	} else if cfg.Python.OSWorld != "" {
+		// OSWorld's own metrics score native runs too, drums' beside them.
+		p := cfg.Python
+		p.LogDir = filepath.Join(files, "logs")
+		if err := p.Check(); err != nil {
+			return err
+		}
+		judge := &tasks.PythonJudge{Config: &p}
+		defer judge.Close()
+		rc.Judge = judge
 	}
 
 	if cfg.StartDaemon {
