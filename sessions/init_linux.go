@@ -110,19 +110,6 @@ func (in *initProc) run(args []string, syncF *os.File) error {
 	if err := netSysctls(p.IDs); err != nil {
 		return err
 	}
-	// The network comes up while the user namespace is made, the root is
-	// built and the desktop starts.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	netErr := make(chan error, 1)
-	go func() {
-		err := setupNet(ctx, p.Net, hostNS)
-		hostNS.Close()
-		if err == nil {
-			in.step("net")
-		}
-		netErr <- err
-	}()
 	if in.busybox, err = openHigh("busybox", p.Busybox); err != nil {
 		return err
 	}
@@ -170,6 +157,20 @@ func (in *initProc) run(args []string, syncF *os.File) error {
 		}
 	}()
 
+	// The network comes up while the desktop starts, not before "go": in a
+	// reset the engine is cutting the old desktop off until then (its veth
+	// has the name of the new one).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	netErr := make(chan error, 1)
+	go func() {
+		err := setupNet(ctx, p.Net, hostNS)
+		hostNS.Close()
+		if err == nil {
+			in.step("net")
+		}
+		netErr <- err
+	}()
 	// On cgroup v1 init is in the session's cgroups only now: the forking
 	// thread's cgroup namespace is rooted there.
 	if in.forker, err = startForker(in.reaper); err != nil {
