@@ -65,6 +65,8 @@ func (e *Engine) Reset(ctx context.Context, id string) (*Session, error) {
 	fd, err := killInit(oldPID, rec.InitStart)
 	n := rec.Plan.Net
 	cutOff := func() error {
+		began := time.Now()
+		defer func() { e.log.Debug("session reset cut off", "id", id, "ms", ms(time.Since(began))) }()
 		socks := make(chan error, 1)
 		go func() { socks <- destroySockets(n.Address.Addr()) }()
 		err := deleteLink(n.HostVeth)
