@@ -44,9 +44,9 @@ func (e *Engine) Reset(ctx context.Context, id string) (*Session, error) {
 		return nil, err
 	}
 	// The old desktop is killed, then cut off (its veth deleted, every host
-	// socket to it destroyed) while the new init starts, before that init
-	// makes the new network or starts anything of the desktop (start's
-	// clear); the kernel's teardown of the old namespaces overlaps the new
+	// socket to it destroyed) while the new one starts, before the new init
+	// makes its network (start's clear): until then nothing reaches the new
+	// desktop. The kernel's teardown of the old namespaces overlaps the new
 	// start too, unless the upper layer is on disk, where the new one must
 	// not start before the old overlay is gone.
 	t0 := time.Now()

@@ -40,16 +40,26 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 			heldClaims{addr: claim, ids: idClaim}.close()
 		}
 	}()
-	// The session's table is installed and the slot's network cleared
-	// while init starts (the kernel's commit takes ~9 ms, deleting a veth
-	// 10-20 ms): nothing of the desktop runs, and init makes no network,
-	// before init gets "go", which waits for both.
+	// The session's table is installed while init starts (the kernel's
+	// commit takes ~9 ms): nothing of the desktop runs before init gets
+	// "go", which waits for it. The slot's network is cleared meanwhile too
+	// (deleting a veth takes 10-20 ms), and init makes no network before it
+	// gets "net", which waits for that: the desktop starts meanwhile.
 	tabled, cleared := make(chan error, 1), make(chan error, 1)
 	go func() { tabled <- installTable(p) }()
 	go func() { cleared <- clear() }()
-	// Every return before it waits for them: the caller's teardown must not
-	// race the table's install or the veth's deletion.
-	prepared := func(err error) error { return errors.Join(err, <-tabled, <-cleared) }
+	// Every return waits for both: the caller's teardown must not race the
+	// table's install or the veth's deletion.
+	clearing := cleared
+	waitCleared := func() error {
+		if clearing == nil {
+			return nil
+		}
+		err := <-clearing
+		clearing = nil
+		return err
+	}
+	prepared := func(err error) error { return errors.Join(err, <-tabled, waitCleared()) }
 	hold, err := images.Hold(p.Root.Image)
 	if err != nil {
 		return prepared(fmt.Errorf("%w: %w", err, ErrNoImage))
@@ -86,19 +96,20 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 	fail := func(err error) error {
 		cmd.Process.Kill()
 		<-done
-		return fmt.Errorf("session %s: %w%s", p.ID, err, e.logTail(p.ID))
+		return fmt.Errorf("session %s: %w%s", p.ID, errors.Join(err, waitCleared()), e.logTail(p.ID))
 	}
+	tableOnly := func(err error) error { return errors.Join(err, <-tabled) }
 	start, _ := procStart(pid)
 	rec.Session.InitPID, rec.InitStart = pid, start
 	if err := e.writeRecord(rec); err != nil {
-		return fail(prepared(err))
+		return fail(tableOnly(err))
 	}
 	if p.Cgroup.Version == 1 {
 		if err := placeCgroup(p.Cgroup, pid); err != nil {
-			return fail(prepared(err))
+			return fail(tableOnly(err))
 		}
 	}
-	if err := prepared(nil); err != nil {
+	if err := tableOnly(nil); err != nil {
 		return fail(err)
 	}
 	msgs := make(chan syncMsg, 16)
@@ -127,6 +138,14 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 	})
 	for ready, answered := false, false; !ready || !answered; {
 		select {
+		case err := <-clearing:
+			clearing = nil
+			if err != nil {
+				return fail(err)
+			}
+			if err := json.NewEncoder(syncF).Encode(syncMsg{Type: "net"}); err != nil {
+				return fail(fmt.Errorf("send net to init: %w", err))
+			}
 		case m, ok := <-msgs:
 			if !ok {
 				if ready {
