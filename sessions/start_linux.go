@@ -40,26 +40,26 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 			heldClaims{addr: claim, ids: idClaim}.close()
 		}
 	}()
-	// The session's table is installed while init starts (the kernel's
-	// commit takes ~9 ms): nothing of the desktop runs before init gets
-	// "go", which waits for it. The slot's network is cleared meanwhile too
-	// (deleting a veth takes 10-20 ms), and init makes no network before it
-	// gets "net", which waits for that: the desktop starts meanwhile.
-	tabled, cleared := make(chan error, 1), make(chan error, 1)
-	go func() { tabled <- installTable(p) }()
-	go func() { cleared <- clear() }()
-	// Every return waits for both: the caller's teardown must not race the
+	// The slot's network is made ready for the new desktop while init
+	// starts and the desktop with it: the session's nftables table
+	// installed (the kernel's commit takes ~9 ms) and the slot cleared
+	// (deleting a veth takes 10-20 ms). Init makes no network, so nothing
+	// reaches the desktop, before it gets "net", which waits for both.
+	netReady := make(chan error, 1)
+	go func() {
+		tabled := make(chan error, 1)
+		go func() { tabled <- installTable(p) }()
+		err := clear()
+		netReady <- errors.Join(err, <-tabled)
+	}()
+	// Every return waits for it: the caller's teardown must not race the
 	// table's install or the veth's deletion.
-	clearing := cleared
-	waitCleared := func() error {
-		if clearing == nil {
-			return nil
+	prepared := func(err error) error {
+		if netReady != nil {
+			err, netReady = errors.Join(err, <-netReady), nil
 		}
-		err := <-clearing
-		clearing = nil
 		return err
 	}
-	prepared := func(err error) error { return errors.Join(err, <-tabled, waitCleared()) }
 	hold, err := images.Hold(p.Root.Image)
 	if err != nil {
 		return prepared(fmt.Errorf("%w: %w", err, ErrNoImage))
@@ -96,21 +96,17 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 	fail := func(err error) error {
 		cmd.Process.Kill()
 		<-done
-		return fmt.Errorf("session %s: %w%s", p.ID, errors.Join(err, waitCleared()), e.logTail(p.ID))
+		return fmt.Errorf("session %s: %w%s", p.ID, prepared(err), e.logTail(p.ID))
 	}
-	tableOnly := func(err error) error { return errors.Join(err, <-tabled) }
 	start, _ := procStart(pid)
 	rec.Session.InitPID, rec.InitStart = pid, start
 	if err := e.writeRecord(rec); err != nil {
-		return fail(tableOnly(err))
+		return fail(err)
 	}
 	if p.Cgroup.Version == 1 {
 		if err := placeCgroup(p.Cgroup, pid); err != nil {
-			return fail(tableOnly(err))
+			return fail(err)
 		}
-	}
-	if err := tableOnly(nil); err != nil {
-		return fail(err)
 	}
 	msgs := make(chan syncMsg, 16)
 	go func() {
@@ -138,8 +134,8 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 	})
 	for ready, answered := false, false; !ready || !answered; {
 		select {
-		case err := <-clearing:
-			clearing = nil
+		case err := <-netReady:
+			netReady = nil
 			if err != nil {
 				return fail(err)
 			}

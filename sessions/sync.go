@@ -20,7 +20,8 @@ package sessions
 //	  |                                            |    clone-into-cgroup, children must start
 //	  |                                            |    inside the session's cgroups)
 //	  |---- net --------------------------------->|   veth pair from inside, host end up (the
-//	  |                                            |    slot's old veth is gone, a reset's old
+//	  |                                            |    session's nftables table is in, the
+//	  |                                            |    slot's old veth gone, a reset's old
 //	  |                                            |    desktop cut off: no network before)
 //	  |<--- step {root|net|xvfb|dbus|...} --------|   Xvfb ‖ dbus, then openbox ‖ at-spi ‖ guestd
 //	  |<--- ready {upper_fd, steps} --------------|
