@@ -146,6 +146,8 @@ func BenchmarkLifecycle(b *testing.B) {
 			reset = append(reset, time.Since(start))
 			ss[i] = r
 		}
+		fmt.Print("reset: ")
+		printSteps(steps)
 		for _, s := range ss {
 			start := time.Now()
 			if err := eng.Remove(ctx, s.ID); err != nil {

@@ -153,7 +153,10 @@ func (e *Engine) Create(ctx context.Context, req Request) (*Session, error) {
 		return nil, err
 	}
 	defer lk.unlock()
-	if err := e.start(ctx, rec); err != nil {
+	// The slot's veth may outlive a previous init for a moment (the kernel
+	// tears network namespaces down asynchronously): it is deleted.
+	veth := rec.Plan.Net.HostVeth
+	if err := e.start(ctx, rec, func() error { return deleteLink(veth) }); err != nil {
 		cctx, ccancel := cleanupContext()
 		defer ccancel()
 		err = errors.Join(err, e.teardown(cctx, rec), removeDir(e.sessionDir(rec.Session.ID)))

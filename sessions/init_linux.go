@@ -118,19 +118,6 @@ func (in *initProc) run(args []string, syncF *os.File) error {
 	if err := netSysctls(p.IDs); err != nil {
 		return err
 	}
-	// The network comes up while the user namespace is made, the root is
-	// built and the desktop starts.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	netErr := make(chan error, 1)
-	go func() {
-		err := setupNet(ctx, p.Net, hostNS)
-		hostNS.Close()
-		if err == nil {
-			in.step("net")
-		}
-		netErr <- err
-	}()
 	if in.busybox, err = openHigh("busybox", p.Busybox); err != nil {
 		return err
 	}
@@ -166,10 +153,17 @@ func (in *initProc) run(args []string, syncF *os.File) error {
 	if err := dec.Decode(&msg); err != nil || msg.Type != "go" {
 		return fmt.Errorf("wait for the engine's go (got %+v): %v", msg, err)
 	}
-	// From here the engine only listens; if it goes away before the
-	// session is ready, nobody will use or remove the session: stop.
+	// From here the engine only says "net" (the slot's network is free);
+	// if it goes away before the session is ready, nobody will use or
+	// remove the session: stop.
+	netFree := make(chan struct{})
 	go func() {
+		free := netFree
 		for dec.Decode(&msg) == nil {
+			if msg.Type == "net" && free != nil {
+				close(free)
+				free = nil
+			}
 		}
 		syncF.Close()
 		if !in.ready.Load() {
@@ -178,6 +172,26 @@ func (in *initProc) run(args []string, syncF *os.File) error {
 		}
 	}()
 
+	// The network comes up while the desktop starts, once the engine says
+	// "net": until then it deletes the slot's old veth (the new one's name)
+	// and, in a reset, cuts the old desktop off.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	netErr := make(chan error, 1)
+	go func() {
+		select {
+		case <-netFree:
+		case <-ctx.Done():
+			netErr <- ctx.Err()
+			return
+		}
+		err := setupNet(ctx, p.Net, hostNS)
+		hostNS.Close()
+		if err == nil {
+			in.step("net")
+		}
+		netErr <- err
+	}()
 	// On cgroup v1 init is in the session's cgroups only now: the forking
 	// thread's cgroup namespace is rooted there.
 	if in.forker, err = startForker(in.reaper); err != nil {

@@ -43,11 +43,12 @@ func (e *Engine) Reset(ctx context.Context, id string) (*Session, error) {
 	if err := e.writeRecord(rec); err != nil {
 		return nil, err
 	}
-	// The old desktop is killed and cut off (its veth deleted, every host
-	// socket to it destroyed) before the new one starts; the kernel's
-	// teardown of the old namespaces then overlaps the new start, unless
-	// the upper layer is on disk, where the new one must not start before
-	// the old overlay is gone.
+	// The old desktop is killed, then cut off (its veth deleted, every host
+	// socket to it destroyed) while the new one starts, before the new init
+	// makes its network (start's clear): until then nothing reaches the new
+	// desktop. The kernel's teardown of the old namespaces overlaps the new
+	// start too, unless the upper layer is on disk, where the new one must
+	// not start before the old overlay is gone.
 	t0 := time.Now()
 	oldPID := rec.Session.InitPID
 	// The address and the ids stay claimed across the reset: this process
@@ -62,15 +63,19 @@ func (e *Engine) Reset(ctx context.Context, id string) (*Session, error) {
 		heldIDs = takeClaim(oldPID, rec.InitStart, fdIDClaim, claimPath(IDClaimDir, ids))
 	}
 	fd, err := killInit(oldPID, rec.InitStart)
-	if err == nil {
-		err = deleteLink(rec.Plan.Net.HostVeth)
-	}
-	if err == nil {
-		err = destroySockets(rec.Plan.Net.Address.Addr())
-		if errors.Is(err, errNoSockDestroy) {
-			e.log.Warn("reset cannot cut pending connections", "id", id, "err", err)
-			err = nil
+	n := rec.Plan.Net
+	cutOff := func() error {
+		began := time.Now()
+		defer func() { e.log.Debug("session reset cut off", "id", id, "ms", ms(time.Since(began))) }()
+		socks := make(chan error, 1)
+		go func() { socks <- destroySockets(n.Address.Addr()) }()
+		err := deleteLink(n.HostVeth)
+		serr := <-socks
+		if errors.Is(serr, errNoSockDestroy) {
+			e.log.Warn("reset cannot cut pending connections", "id", id, "err", serr)
+			serr = nil
 		}
+		return errors.Join(err, serr)
 	}
 	old := make(chan error, 1)
 	oldGone := make(chan struct{})
@@ -98,7 +103,7 @@ func (e *Engine) Reset(ctx context.Context, id string) (*Session, error) {
 	if err == nil {
 		rec.Session.Resets++
 		rec.claim, rec.idClaim, held, heldIDs = held, heldIDs, nil, nil
-		err = e.start(ctx, rec)
+		err = e.start(ctx, rec, cutOff)
 	}
 	for _, f := range []*os.File{held, heldIDs} {
 		if f != nil {

@@ -22,8 +22,11 @@ import (
 
 // start brings a session up from its plan: host-side state (leftovers of the
 // slot removed, nftables table, cgroups), then init, then the guestd probe.
+// clear frees the slot's network for the new desktop (deleteLink of its
+// host veth for a create; a reset also cuts the old desktop off): it runs
+// while init starts, and init makes the new network only after it is done.
 // On failure it kills the init it started; the caller removes the rest.
-func (e *Engine) start(ctx context.Context, rec *record) error {
+func (e *Engine) start(ctx context.Context, rec *record, clear func() error) error {
 	began := time.Now()
 	p := rec.Plan
 	// init inherits the claims and the image's use lock and holds them
@@ -37,39 +40,46 @@ func (e *Engine) start(ctx context.Context, rec *record) error {
 			heldClaims{addr: claim, ids: idClaim}.close()
 		}
 	}()
-	hold, err := images.Hold(p.Root.Image)
-	if err != nil {
-		return fmt.Errorf("%w: %w", err, ErrNoImage)
-	}
-	defer hold.Close()
-	// The slot's veth may outlive a previous init for a moment (the kernel
-	// tears network namespaces down asynchronously): delete it.
-	if err := deleteLink(p.Net.HostVeth); err != nil {
+	// The slot's network is made ready for the new desktop while init
+	// starts and the desktop with it: the session's nftables table
+	// installed (the kernel's commit takes ~9 ms) and the slot cleared
+	// (deleting a veth takes 10-20 ms). Init makes no network, so nothing
+	// reaches the desktop, before it gets "net", which waits for both.
+	netReady := make(chan error, 1)
+	go func() {
+		tabled := make(chan error, 1)
+		go func() { tabled <- installTable(p) }()
+		err := clear()
+		netReady <- errors.Join(err, <-tabled)
+	}()
+	// Every return waits for it: the caller's teardown must not race the
+	// table's install or the veth's deletion.
+	prepared := func(err error) error {
+		if netReady != nil {
+			err, netReady = errors.Join(err, <-netReady), nil
+		}
 		return err
 	}
+	hold, err := images.Hold(p.Root.Image)
+	if err != nil {
+		return prepared(fmt.Errorf("%w: %w", err, ErrNoImage))
+	}
+	defer hold.Close()
 	if p.Net.Egress {
 		if err := enableForwarding(); err != nil {
-			return err
+			return prepared(err)
 		}
 	}
-	// The session's table is installed while init starts (the kernel's
-	// commit takes ~9 ms): nothing of the desktop runs before init gets
-	// "go", which waits for it.
-	tabled := make(chan error, 1)
-	go func() { tabled <- installTable(p) }()
-	// Every return before it waits for it: the caller's teardown must not
-	// race the table's install.
-	withTable := func(err error) error { return errors.Join(err, <-tabled) }
 	if err := setupCgroup(e.facts.cgroups, p.Cgroup); err != nil {
-		return withTable(err)
+		return prepared(err)
 	}
 	if p.Root.UpperDir != "" {
 		for _, d := range []string{p.Root.UpperDir, p.Root.WorkDir} {
 			if err := removeDir(d); err != nil {
-				return withTable(err)
+				return prepared(err)
 			}
 			if err := os.Mkdir(d, 0o755); err != nil {
-				return withTable(fmt.Errorf("create %s: %w", d, err))
+				return prepared(fmt.Errorf("create %s: %w", d, err))
 			}
 		}
 	}
@@ -78,7 +88,7 @@ func (e *Engine) start(ctx context.Context, rec *record) error {
 
 	cmd, syncF, err := e.launch(p, claim, idClaim, hold)
 	if err != nil {
-		return withTable(err)
+		return prepared(err)
 	}
 	defer syncF.Close()
 	pid := cmd.Process.Pid
@@ -86,20 +96,17 @@ func (e *Engine) start(ctx context.Context, rec *record) error {
 	fail := func(err error) error {
 		cmd.Process.Kill()
 		<-done
-		return fmt.Errorf("session %s: %w%s", p.ID, err, e.logTail(p.ID))
+		return fmt.Errorf("session %s: %w%s", p.ID, prepared(err), e.logTail(p.ID))
 	}
 	start, _ := procStart(pid)
 	rec.Session.InitPID, rec.InitStart = pid, start
 	if err := e.writeRecord(rec); err != nil {
-		return fail(withTable(err))
+		return fail(err)
 	}
 	if p.Cgroup.Version == 1 {
 		if err := placeCgroup(p.Cgroup, pid); err != nil {
-			return fail(withTable(err))
+			return fail(err)
 		}
-	}
-	if err := withTable(nil); err != nil {
-		return fail(err)
 	}
 	msgs := make(chan syncMsg, 16)
 	go func() {
@@ -127,6 +134,14 @@ func (e *Engine) start(ctx context.Context, rec *record) error {
 	})
 	for ready, answered := false, false; !ready || !answered; {
 		select {
+		case err := <-netReady:
+			netReady = nil
+			if err != nil {
+				return fail(err)
+			}
+			if err := json.NewEncoder(syncF).Encode(syncMsg{Type: "net"}); err != nil {
+				return fail(fmt.Errorf("send net to init: %w", err))
+			}
 		case m, ok := <-msgs:
 			if !ok {
 				if ready {

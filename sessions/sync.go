@@ -15,11 +15,14 @@ package sessions
 //	  | clone+exec `drums init ID` -------------->|
 //	  | plan ------------------------------------>| rprivate /, tmpfs, template and snapshot
 //	  | (v1) pid -> cgroup.procs of each           |   copies, overlay, /proc /dev /sys /tmp /run,
-//	  |      hierarchy                             |   masks, control socket, pivot_root;
-//	  |                                            |   veth pair from inside, host end up
+//	  |      hierarchy                             |   masks, control socket, pivot_root
 //	  |---- go ---------------------------------->|   (nothing forked before "go": v1 has no
 //	  |                                            |    clone-into-cgroup, children must start
 //	  |                                            |    inside the session's cgroups)
+//	  |---- net --------------------------------->|   veth pair from inside, host end up (the
+//	  |                                            |    session's nftables table is in, the
+//	  |                                            |    slot's old veth gone, a reset's old
+//	  |                                            |    desktop cut off: no network before)
 //	  |<--- step {root|net|xvfb|dbus|...} --------|   Xvfb ‖ dbus, then openbox ‖ at-spi ‖ guestd
 //	  |<--- ready {upper_fd, steps} --------------|
 //	  | GET /screenshot until a PNG                |
@@ -30,7 +33,7 @@ package sessions
 //	                                                 the engine removes cgroups, table, record
 //	engine dies before ready:  EOF before ready ---> init exits the same way
 type syncMsg struct {
-	Type string `json:"type"` // go, step, ready, error
+	Type string `json:"type"` // go, net, step, ready, error
 	Step string `json:"step,omitempty"`
 	// Kind classifies an error: "init" (root, namespaces, network) or
 	// "stack" (a desktop process).
