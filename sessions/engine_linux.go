@@ -399,8 +399,34 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 	return nil
 }
 
+// The prefix's cgroup directories are made by every create's setupCgroup
+// and removed, once empty, by a remove's removeBases, in this process or
+// another one of the prefix. A removal between a create's making of the
+// prefix directory and of the session's own in it would fail the create
+// (ENOENT, or ENODEV reading a removed cpuset's cpus), so a create holds
+// the prefix's cgroup lock shared while it sets up, and a remove removes
+// the directories only when it can take the lock alone: otherwise a create
+// is about to use them, and the remove of its session (or its own cleanup)
+// removes them later.
+func (e *Engine) cgroupLock() string { return filepath.Join(e.dir, "cgroup.lock") }
+
+// setupCgroup creates and configures a session's cgroup (setupCgroup).
+func (e *Engine) setupCgroup(ctx context.Context, p CgroupPlan) error {
+	lk, err := lockShared(ctx, e.cgroupLock())
+	if err != nil {
+		return err
+	}
+	defer lk.unlock()
+	return setupCgroup(e.facts.cgroups, p)
+}
+
 // removeBases removes the prefix's cgroup directories once they are empty.
 func (e *Engine) removeBases() {
+	lk, alone, err := tryLock(e.cgroupLock())
+	if err != nil || !alone {
+		return // a create is setting up: the directories stay
+	}
+	defer lk.unlock()
 	for _, base := range e.facts.cgroups.Bases {
 		unix.Rmdir(base) // fails while another session has a cgroup there
 	}

@@ -70,7 +70,7 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 			return prepared(err)
 		}
 	}
-	if err := setupCgroup(e.facts.cgroups, p.Cgroup); err != nil {
+	if err := e.setupCgroup(ctx, p.Cgroup); err != nil {
 		return prepared(err)
 	}
 	if p.Root.UpperDir != "" {

@@ -109,17 +109,28 @@ func openLock(path string) (*os.File, error) {
 
 // lock takes path's lock, waiting until ctx ends.
 func lock(ctx context.Context, path string) (*fileLock, error) {
+	return flockWait(ctx, path, unix.LOCK_EX)
+}
+
+// lockShared takes path's lock shared with other shared holders, waiting
+// until ctx ends while it is held exclusively.
+func lockShared(ctx context.Context, path string) (*fileLock, error) {
+	return flockWait(ctx, path, unix.LOCK_SH)
+}
+
+// flockWait takes path's lock of kind how (LOCK_EX or LOCK_SH).
+func flockWait(ctx context.Context, path string, how int) (*fileLock, error) {
 	f, err := openLock(path)
 	if err != nil {
 		return nil, err
 	}
-	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+	if unix.Flock(int(f.Fd()), how|unix.LOCK_NB) == nil {
 		return &fileLock{f}, nil
 	}
 	// Held: wait in a goroutine (flock cannot be cancelled); if ctx ends
 	// first, the goroutine releases the lock as soon as it gets it.
 	got := make(chan error, 1)
-	go func() { got <- unix.Flock(int(f.Fd()), unix.LOCK_EX) }()
+	go func() { got <- unix.Flock(int(f.Fd()), how) }()
 	select {
 	case err := <-got:
 		if err != nil {
