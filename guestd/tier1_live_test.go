@@ -28,19 +28,16 @@ type liveView struct {
 
 func startLiveView(t testing.TB, dt *desktop, takeover bool) *liveView {
 	t.Helper()
-	var in rfb.Input
-	if takeover {
-		in = dt.disp
-	}
+	sw := NewTakeover(dt.disp, takeover)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	viewers, err := rfb.NewServer(rfb.Options{
 		Open:  func() (rfb.Screen, error) { return x11.Watch(dt.d.X.Display) },
-		Input: in, Name: "drums test", Logger: log,
+		Input: sw, Name: "drums test", Logger: log,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := NewLive(Config{Logger: log}, LiveOptions{Takeover: takeover}, viewers)
+	live, err := NewLive(Config{Logger: log}, LiveOptions{Takeover: sw}, viewers)
 	if err != nil {
 		t.Fatal(err)
 	}
