@@ -105,7 +105,7 @@ func NewManager(cfg Config, eng Engine, log *slog.Logger) (*Manager, error) {
 		snaps:       map[string]snapshotRecord{},
 		pending:     map[string]int{},
 		changed:     make(chan struct{}),
-		thumbs:      newThumbnails(),
+		thumbs:      newThumbnails(ctx),
 	}
 	m.met = newMetrics(m.countByState, cfg.Capacity, m.log)
 	return m, nil

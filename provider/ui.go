@@ -72,6 +72,7 @@ const (
 )
 
 type thumbnails struct {
+	ctx  context.Context // the manager's: a fetch stops when it closes
 	http *http.Client
 	now  func() time.Time // time.Now; tests move it past thumbTTL
 	sem  chan struct{}
@@ -89,10 +90,10 @@ type thumb struct {
 	err   error
 }
 
-func newThumbnails() *thumbnails {
+func newThumbnails(ctx context.Context) *thumbnails {
 	// No proxy from the environment: desktops are this host's own
 	// addresses, and their screens are nobody else's business.
-	return &thumbnails{http: &http.Client{Timeout: thumbFetchTimeout, Transport: &http.Transport{}}, now: time.Now, sem: make(chan struct{}, thumbParallel), byID: map[string]*thumb{}}
+	return &thumbnails{ctx: ctx, http: &http.Client{Timeout: thumbFetchTimeout, Transport: &http.Transport{}}, now: time.Now, sem: make(chan struct{}, thumbParallel), byID: map[string]*thumb{}}
 }
 
 // get returns desktop id's thumbnail, fetched from guestURL when the
@@ -143,7 +144,11 @@ func (t *thumbnails) fetch(th *thumb, guestURL string) {
 }
 
 func (t *thumbnails) screenshot(guestURL string) ([]byte, error) {
-	resp, err := t.http.Get(guestURL + "/screenshot")
+	req, err := http.NewRequestWithContext(t.ctx, http.MethodGet, guestURL+"/screenshot", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("fetch screenshot: %w", err)
 	}

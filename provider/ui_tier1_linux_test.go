@@ -3,9 +3,11 @@ package provider
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/drums-dev/drums/internal/browsertest"
@@ -91,6 +93,41 @@ func TestTier1PageInChromium(t *testing.T) {
 	if charts < 9 {
 		t.Errorf("%v chart lines, want the 9 series", charts)
 	}
+
+	// Takeover through the daemon reaches the desktop's guestd: its live
+	// view's page stops opening view-only, and the daemon's page says so.
+	if !liveViewOnly(t, d) {
+		t.Fatal("a new lease's live view is not view-only")
+	}
+	if d, err = h.c.Takeover(h.ctx, d.ID, true); err != nil || !d.Takeover {
+		t.Fatalf("takeover: %+v %v", d, err)
+	}
+	if liveViewOnly(t, d) {
+		t.Error("with takeover on, the live view still opens view-only")
+	}
+	p.WaitEval(t, "the page to show takeover", fmt.Sprintf(`[...document.querySelectorAll('article.desktop')].find(a => a.dataset.id === %q).querySelector('.takeover').textContent === '(takeover on)' ? 1 : 0`, d.ID),
+		func(n float64) bool { return n == 1 })
+	if d, err = h.c.Takeover(h.ctx, d.ID, false); err != nil || d.Takeover || !liveViewOnly(t, d) {
+		t.Errorf("takeover off: %+v %v", d, err)
+	}
+}
+
+// liveViewOnly reports whether d's live view (port 8006) sends a browser
+// to noVNC's page view-only.
+func liveViewOnly(t *testing.T, d client.Desktop) bool {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Get("http://" + d.Address + ":8006/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, "/vnc.html?") {
+		t.Fatalf("GET %s:8006/: %s, Location %q", d.Address, resp.Status, loc)
+	}
+	return strings.Contains(loc, "view_only=true")
 }
 
 func mustJSON(v any) string {
