@@ -47,8 +47,8 @@ func startLiveView(t testing.TB, dt *desktop, takeover bool) *liveView {
 }
 
 // viewer connects to the live view as noVNC does: a WebSocket from the
-// page's origin at /websockify, RFB inside.
-func (lv *liveView) viewer(t testing.TB) (*rfb.Client, *websocket.Conn) {
+// page's origin at /websockify, RFB inside, asking for encs (and Raw).
+func (lv *liveView) viewer(t testing.TB, encs ...rfb.Encoding) (*rfb.Client, *websocket.Conn) {
 	t.Helper()
 	ws, err := websocket.Dial("ws"+strings.TrimPrefix(lv.url, "http")+"/websockify", "", lv.url)
 	if err != nil {
@@ -56,7 +56,7 @@ func (lv *liveView) viewer(t testing.TB) (*rfb.Client, *websocket.Conn) {
 	}
 	ws.PayloadType = websocket.BinaryFrame
 	t.Cleanup(func() { ws.Close() })
-	c, err := rfb.NewClient(ws)
+	c, err := rfb.NewClient(ws, encs...)
 	if err != nil {
 		t.Fatal(err)
 	}
