@@ -46,6 +46,7 @@ type Browser struct {
 	in     io.WriteCloser
 	lines  chan string // stderr, line by line; closed at exit
 	proc   *testutil.Proc
+	image  bool
 	mu     sync.Mutex
 	id     int
 	failed bool
@@ -100,8 +101,9 @@ func Start(t *testing.T, o Options) *Browser {
 	// A process group of its own, to end Chromium's children (renderers,
 	// zygote) and whatever runs beside it with one signal.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	b := &Browser{in: in, lines: make(chan string, 256), pending: map[int]chan json.RawMessage{}}
+	b := &Browser{in: in, lines: make(chan string, 256), pending: map[int]chan json.RawMessage{}, image: o.Image != ""}
 	b.proc = testutil.StartCmd(t, cmd) // killed, group and all, at cleanup
+	t.Cleanup(b.Kill)                  // first, gently
 	go b.read(out)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -116,8 +118,23 @@ func Start(t *testing.T, o Options) *Browser {
 	return b
 }
 
-// Kill ends Chromium and everything beside it, and waits for it.
-func (b *Browser) Kill() { b.proc.Kill() }
+// stopGrace bounds how long drums image run may take to end its command
+// and its namespaces on SIGTERM before it is killed.
+const stopGrace = 10 * time.Second
+
+// Kill ends Chromium and everything beside it, and waits for it. drums
+// image run is asked first (SIGTERM, which it passes on): killed, it would
+// leave its scratch directory behind.
+func (b *Browser) Kill() {
+	if b.image {
+		_ = b.proc.Cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-b.proc.Done():
+		case <-time.After(stopGrace):
+		}
+	}
+	b.proc.Kill()
+}
 
 // exit says how Chromium ended, for a failure's message.
 func (b *Browser) exit() string {
