@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/drums-dev/drums/provider/client"
 	"github.com/drums-dev/drums/sessions"
@@ -52,6 +54,19 @@ func (m *Manager) shapeOf(req client.LeaseRequest) (Shape, error) {
 		return Shape{}, fmt.Errorf("%w: %w", err, ErrBadRequest)
 	}
 	return s, nil
+}
+
+// maxHolder bounds a lease's holder, in characters: a name for people
+// (openapi.json's pattern says the same).
+const maxHolder = 200
+
+// checkHolder accepts a holder of at most maxHolder characters and no
+// control characters (it is shown on a page and in logs).
+func checkHolder(h string) error {
+	if utf8.RuneCountInString(h) > maxHolder || strings.ContainsFunc(h, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fmt.Errorf("holder %q: at most %d characters, none of them control characters: %w", h, maxHolder, ErrBadRequest)
+	}
+	return nil
 }
 
 // leaseLocked hands d out for dur from now and arms its expiry.
@@ -141,6 +156,9 @@ func (m *Manager) Lease(ctx context.Context, req client.LeaseRequest) (client.De
 	}
 	dur, err := m.leaseFor(req.LeaseSeconds)
 	if err != nil {
+		return client.Desktop{}, err
+	}
+	if err := checkHolder(req.Holder); err != nil {
 		return client.Desktop{}, err
 	}
 	m.mu.Lock()

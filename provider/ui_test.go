@@ -362,3 +362,12 @@ func TestTakeover(t *testing.T) {
 		t.Error("takeover of a released desktop succeeded")
 	}
 }
+
+func TestCheckHolder(t *testing.T) {
+	for h, ok := range map[string]bool{"": true, "run 7 on host-a": true, "é" + strings.Repeat("x", maxHolder-1): true,
+		strings.Repeat("x", maxHolder+1): false, "a\nb": false, "a\x7f": false} {
+		if err := checkHolder(h); (err == nil) != ok {
+			t.Errorf("checkHolder(%q): %v", h, err)
+		}
+	}
+}
