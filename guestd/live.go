@@ -37,9 +37,9 @@ type Viewers interface {
 type LiveOptions struct {
 	// Web is noVNC's directory; default /usr/share/novnc.
 	Web string
-	// Takeover says the viewers' keyboard and mouse reach the desktop;
-	// the page then does not open view-only.
-	Takeover bool
+	// Takeover, when on, passes the viewers' keyboard and mouse to the
+	// desktop; the page then does not open view-only. nil is view-only.
+	Takeover *Takeover
 }
 
 // DefaultNoVNC is where Debian's novnc package puts noVNC.
@@ -96,7 +96,7 @@ func (l *Live) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// noVNC's own page, told to connect at once, to fit the window
 		// and, unless takeover is on, to send no input.
 		q := "autoconnect=true&resize=scale&reconnect=true"
-		if !l.opts.Takeover {
+		if l.opts.Takeover == nil || !l.opts.Takeover.On() {
 			q += "&view_only=true"
 		}
 		w.Header().Set("Cache-Control", "no-cache")

@@ -100,9 +100,14 @@ func TestLivePage(t *testing.T) {
 		t.Errorf("POST: %v %v", resp, err)
 	}
 
-	hs, _ = startLive(t, LiveOptions{Takeover: true}, Config{})
+	sw := NewTakeover(nil, true)
+	hs, _ = startLive(t, LiveOptions{Takeover: sw}, Config{})
 	if resp, _ := liveGet(t, hs.URL+"/"); strings.Contains(resp.Header.Get("Location"), "view_only") {
 		t.Errorf("takeover: GET / sends to %s", resp.Header.Get("Location"))
+	}
+	sw.Set(false)
+	if resp, _ := liveGet(t, hs.URL+"/"); !strings.Contains(resp.Header.Get("Location"), "view_only=true") {
+		t.Errorf("takeover turned off: GET / sends to %s", resp.Header.Get("Location"))
 	}
 
 	hs, _ = startLive(t, LiveOptions{Web: filepath.Join(t.TempDir(), "none")}, Config{})

@@ -29,6 +29,9 @@ type Deps struct {
 	Display       Display
 	Accessibility Accessibility
 	Actions       Actions
+	// Takeover, when set, is the live view's switch that POST /live_view
+	// turns (nil: no live view, the route is a 404).
+	Takeover *Takeover
 }
 
 // Server answers OSWorld's guest API. It is safe for concurrent requests.
@@ -159,6 +162,7 @@ func (s *Server) routes() []route {
 		post("/setup/close_window", styleText, s.handleCloseWindow),
 		post("/start_recording", styleMessage, s.handleStartRecording),
 		post("/end_recording", styleMessage, s.handleEndRecording),
+		post("/live_view", styleMessage, s.handleLiveView),
 	}
 }
 

@@ -28,19 +28,16 @@ type liveView struct {
 
 func startLiveView(t testing.TB, dt *desktop, takeover bool) *liveView {
 	t.Helper()
-	var in rfb.Input
-	if takeover {
-		in = dt.disp
-	}
+	sw := NewTakeover(dt.disp, takeover)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	viewers, err := rfb.NewServer(rfb.Options{
 		Open:  func() (rfb.Screen, error) { return x11.Watch(dt.d.X.Display) },
-		Input: in, Name: "drums test", Logger: log,
+		Input: sw, Name: "drums test", Logger: log,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := NewLive(Config{Logger: log}, LiveOptions{Takeover: takeover}, viewers)
+	live, err := NewLive(Config{Logger: log}, LiveOptions{Takeover: sw}, viewers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,8 +47,8 @@ func startLiveView(t testing.TB, dt *desktop, takeover bool) *liveView {
 }
 
 // viewer connects to the live view as noVNC does: a WebSocket from the
-// page's origin at /websockify, RFB inside.
-func (lv *liveView) viewer(t testing.TB) (*rfb.Client, *websocket.Conn) {
+// page's origin at /websockify, RFB inside, asking for encs (and Raw).
+func (lv *liveView) viewer(t testing.TB, encs ...rfb.Encoding) (*rfb.Client, *websocket.Conn) {
 	t.Helper()
 	ws, err := websocket.Dial("ws"+strings.TrimPrefix(lv.url, "http")+"/websockify", "", lv.url)
 	if err != nil {
@@ -59,7 +56,7 @@ func (lv *liveView) viewer(t testing.TB) (*rfb.Client, *websocket.Conn) {
 	}
 	ws.PayloadType = websocket.BinaryFrame
 	t.Cleanup(func() { ws.Close() })
-	c, err := rfb.NewClient(ws)
+	c, err := rfb.NewClient(ws, encs...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,10 +17,11 @@ import (
 // maxBody bounds a request body; every v1 body is a few fields.
 const maxBody = 64 << 10
 
-// newAPI builds the v1 routes over m. token, if set, is required as a bearer
-// token on every request (the TCP listener); the unix socket relies on its
-// file mode instead.
-func newAPI(m *Manager, token string) *echo.Echo {
+// newAPI builds the v1 routes and the page over m. token, if set, is
+// required as a bearer token on every request, or for reads the cookie
+// its login hands out (the TCP listener, whose port names the cookie); the
+// unix socket relies on its file mode instead.
+func newAPI(m *Manager, token, port string) *echo.Echo {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
@@ -29,8 +29,10 @@ func newAPI(m *Manager, token string) *echo.Echo {
 	// A bug in a handler answers 500 with the error body; it never takes
 	// the daemon (and the desktops' leases) down.
 	e.Use(recoverPanics)
+	var ca *cookieAuth
 	if token != "" {
-		e.Use(bearer(token))
+		ca = newCookieAuth(port)
+		e.Use(authorize(token, ca))
 	}
 	a := &api{m: m}
 	e.POST("/v1/desktops", a.lease)
@@ -44,6 +46,15 @@ func newAPI(m *Manager, token string) *echo.Echo {
 	e.DELETE("/v1/snapshots/:name", a.deleteSnapshot)
 	e.GET("/v1/health", a.health)
 	e.GET("/metrics", a.metrics)
+	e.POST("/v1/desktops/:id/takeover", a.takeover)
+	// The page, its files and its own data: not part of the v1 API
+	// (openapi.json leaves it out; provider/README.md describes it).
+	e.GET("/ui/api/metrics", a.metricsSummary)
+	e.GET("/ui/api/desktops/:id/thumbnail", a.thumbnail)
+	e.GET("/ui/*", uiPage())
+	e.GET(uiLoginPath, loginForm(ca))
+	e.GET("/ui", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/ui/") })
+	e.POST(uiLoginPath, tokenLogin(token, ca))
 	return e
 }
 
@@ -53,6 +64,9 @@ func (a *api) lease(c echo.Context) error {
 	var req client.LeaseRequest
 	if err := decode(c, &req, true); err != nil {
 		return err
+	}
+	if req.Holder == "" {
+		req.Holder, _ = c.Request().Context().Value(peerKey{}).(string)
 	}
 	d, err := a.m.Lease(c.Request().Context(), req)
 	if err != nil {
@@ -124,6 +138,41 @@ func (a *api) deleteSnapshot(c echo.Context) error {
 }
 
 func (a *api) health(c echo.Context) error { return c.JSON(http.StatusOK, a.m.health()) }
+
+func (a *api) metricsSummary(c echo.Context) error {
+	s, err := a.m.met.summary()
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s)
+}
+
+func (a *api) thumbnail(c echo.Context) error {
+	b, err := a.m.Thumbnail(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.Blob(http.StatusOK, "image/png", b)
+}
+
+func (a *api) takeover(c echo.Context) error {
+	// client.TakeoverRequest, with "enabled" required: {} is a 400.
+	var req struct {
+		Enabled *bool `json:"enabled"`
+	}
+	if err := decode(c, &req, true); err != nil {
+		return err
+	}
+	if req.Enabled == nil {
+		return fmt.Errorf("request body lacks \"enabled\" (true or false): %w", ErrBadRequest)
+	}
+	d, err := a.m.Takeover(c.Request().Context(), c.Param("id"), *req.Enabled)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, d)
+}
 
 func (a *api) metrics(c echo.Context) error {
 	a.m.met.handler.ServeHTTP(c.Response(), c.Request())
@@ -201,19 +250,5 @@ func recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}()
 		return next(c)
-	}
-}
-
-// bearer requires "Authorization: Bearer TOKEN", compared in constant time.
-func bearer(token string) echo.MiddlewareFunc {
-	want := []byte("Bearer " + token)
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			got := []byte(c.Request().Header.Get("Authorization"))
-			if subtle.ConstantTimeCompare(got, want) != 1 {
-				return fmt.Errorf("missing or wrong bearer token: %w", ErrUnauthorized)
-			}
-			return next(c)
-		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/drums-dev/drums/provider/client"
 	"github.com/drums-dev/drums/sessions"
@@ -52,6 +54,19 @@ func (m *Manager) shapeOf(req client.LeaseRequest) (Shape, error) {
 		return Shape{}, fmt.Errorf("%w: %w", err, ErrBadRequest)
 	}
 	return s, nil
+}
+
+// maxHolder bounds a lease's holder, in characters: a name for people
+// (openapi.json's pattern says the same).
+const maxHolder = 200
+
+// checkHolder accepts a holder of at most maxHolder characters and no
+// control characters (it is shown on a page and in logs).
+func checkHolder(h string) error {
+	if utf8.RuneCountInString(h) > maxHolder || strings.ContainsFunc(h, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fmt.Errorf("holder %q: at most %d characters, none of them control characters: %w", h, maxHolder, ErrBadRequest)
+	}
+	return nil
 }
 
 // leaseLocked hands d out for dur from now and arms its expiry.
@@ -143,6 +158,9 @@ func (m *Manager) Lease(ctx context.Context, req client.LeaseRequest) (client.De
 	if err != nil {
 		return client.Desktop{}, err
 	}
+	if err := checkHolder(req.Holder); err != nil {
+		return client.Desktop{}, err
+	}
 	m.mu.Lock()
 	warm, evicted, snapDir, err := m.acquireLocked(ctx, s)
 	if err != nil {
@@ -153,6 +171,7 @@ func (m *Manager) Lease(ctx context.Context, req client.LeaseRequest) (client.De
 		return client.Desktop{}, err
 	}
 	if warm != nil {
+		warm.holder = req.Holder
 		m.leaseLocked(warm, dur)
 		v := warm.view()
 		m.mu.Unlock()
@@ -162,7 +181,7 @@ func (m *Manager) Lease(ctx context.Context, req client.LeaseRequest) (client.De
 	}
 	m.mu.Unlock()
 	m.kickFiller() // so the next lease of this shape finds a warm one
-	v, err := m.startLeased(ctx, s, snapDir, evicted, dur)
+	v, err := m.startLeased(ctx, s, snapDir, evicted, dur, req.Holder)
 	if err != nil {
 		m.met.failure("lease")
 		return client.Desktop{}, err
@@ -173,8 +192,8 @@ func (m *Manager) Lease(ctx context.Context, req client.LeaseRequest) (client.De
 
 // startLeased starts a desktop of shape s in the slot acquireLocked
 // reserved, once the desktop it evicted for it (if any) is gone, and leases
-// it for dur. Called without mu.
-func (m *Manager) startLeased(ctx context.Context, s Shape, snapDir string, evicted *desktop, dur time.Duration) (client.Desktop, error) {
+// it for dur to holder. Called without mu.
+func (m *Manager) startLeased(ctx context.Context, s Shape, snapDir string, evicted *desktop, dur time.Duration, holder string) (client.Desktop, error) {
 	if evicted != nil {
 		m.destroy(evicted)
 	}
@@ -183,6 +202,7 @@ func (m *Manager) startLeased(ctx context.Context, s Shape, snapDir string, evic
 		return client.Desktop{}, err
 	}
 	m.mu.Lock()
+	d.holder = holder
 	m.leaseLocked(d, dur)
 	m.poolLocked(s).lastUsed = time.Now() // a shape that starts: keep it warm
 	v := d.view()
@@ -204,6 +224,24 @@ func (m *Manager) leasedLocked(d *desktop) error {
 		return fmt.Errorf("desktop %q is %s, not leased: %w", d.id, d.state, ErrConflict)
 	}
 	return nil
+}
+
+// lockLeased looks up a leased desktop and takes its op lock, then mu:
+// it returns with both held (the caller releases them), or an error with
+// neither.
+func (m *Manager) lockLeased(id string) (*desktop, error) {
+	d, err := m.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	d.op.Lock()
+	m.mu.Lock()
+	if err := m.leasedLocked(d); err != nil {
+		m.mu.Unlock()
+		d.op.Unlock()
+		return nil, err
+	}
+	return d, nil
 }
 
 // Renew extends a lease from now.
@@ -283,7 +321,9 @@ func (m *Manager) Revert(ctx context.Context, id, snapshot string) (client.Deskt
 		m.mu.Unlock()
 		return client.Desktop{}, err
 	}
+	holder := d.holder
 	if w := m.takeWarmLocked(target, snapDir); w != nil {
+		w.holder = holder
 		m.leaseLocked(w, d.lease)
 		m.retireLocked(d)
 		v := w.view()
@@ -320,6 +360,7 @@ func (m *Manager) Revert(ctx context.Context, id, snapshot string) (client.Deskt
 		return client.Desktop{}, err
 	}
 	if w != nil { // a warm one appeared while we waited for a slot
+		w.holder = holder
 		m.leaseLocked(w, lease)
 		v := w.view()
 		m.mu.Unlock()
@@ -327,7 +368,7 @@ func (m *Manager) Revert(ctx context.Context, id, snapshot string) (client.Deskt
 		return v, nil
 	}
 	m.mu.Unlock()
-	v, err := m.startLeased(ctx, target, snapDir, evicted, lease)
+	v, err := m.startLeased(ctx, target, snapDir, evicted, lease, holder)
 	if err != nil {
 		m.met.failure("revert")
 		return client.Desktop{}, err
@@ -355,7 +396,7 @@ func (m *Manager) resetInPlace(ctx context.Context, d *desktop, t0 time.Time) (c
 	if m.desktops[d.id] != d || (d.state != client.StateLeased && d.state != client.StateFailed) {
 		return client.Desktop{}, fmt.Errorf("desktop %q went away during its reset: %w", d.id, ErrNotFound)
 	}
-	d.sess, d.failure = sess, ""
+	d.sess, d.failure, d.takeover = sess, "", false
 	m.watchLocked(d)
 	m.leaseLocked(d, d.lease)
 	m.met.revert.observe("reset", time.Since(t0))

@@ -110,6 +110,7 @@ func (m *Manager) recover(ctx context.Context) error {
 				d.lease = m.cfg.LeaseTime
 			}
 			d.leaseExpires = r.LeaseExpires
+			d.holder, d.takeover = r.Holder, r.Takeover
 			if !now.Before(r.LeaseExpires) {
 				toRetire = append(toRetire, d)
 				expired++

@@ -29,6 +29,9 @@ type Manager struct {
 	log *slog.Logger
 	st  store
 	met *metrics
+	// thumbs caches the desktops' thumbnails; its HTTP client also
+	// carries the takeover calls to guestd.
+	thumbs *thumbnails
 
 	// maintenance is maintenanceInterval (tests stretch it, so that only
 	// a kick can start the filler).
@@ -75,6 +78,10 @@ type desktop struct {
 	lease        time.Duration
 	leaseExpires time.Time
 	timer        *time.Timer
+	// holder and takeover belong to the lease: cleared when it ends or
+	// the desktop is reset (its guestd starts again view-only).
+	holder   string
+	takeover bool
 }
 
 // NewManager makes a manager; Start adopts what a previous daemon left and
@@ -98,6 +105,7 @@ func NewManager(cfg Config, eng Engine, log *slog.Logger) (*Manager, error) {
 		snaps:       map[string]snapshotRecord{},
 		pending:     map[string]int{},
 		changed:     make(chan struct{}),
+		thumbs:      newThumbnails(ctx),
 	}
 	m.met = newMetrics(m.countByState, cfg.Capacity, m.log)
 	return m, nil
@@ -127,7 +135,9 @@ func (d *desktop) view() client.Desktop {
 	}
 	if d.state == client.StateLeased {
 		v.LeaseExpires = d.leaseExpires
+		v.Holder = d.holder
 	}
+	v.Takeover = d.takeover
 	return v
 }
 
@@ -136,6 +146,8 @@ func (d *desktop) record() desktopRecord {
 	if d.state == client.StateLeased {
 		r.LeaseExpires = d.leaseExpires
 		r.LeaseSeconds = int(d.lease / time.Second)
+		r.Holder = d.holder
+		r.Takeover = d.takeover
 	}
 	return r
 }
@@ -183,6 +195,7 @@ func (m *Manager) retireLocked(d *desktop) {
 		d.timer.Stop()
 	}
 	d.state = client.StateRecycling
+	d.holder, d.takeover = "", false
 	m.retireIDLocked(d)
 	m.unpersist(d.sess.ID)
 	m.bg.Add(1)

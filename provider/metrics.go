@@ -25,8 +25,9 @@ type metrics struct {
 	expired                      prometheus.Counter
 	failures                     *prometheus.CounterVec
 	// handler serves the registry in the format the scraper asks for
-	// (the text format 0.0.4 by default).
+	// (the text format 0.0.4 by default); reg is read for the page's charts.
 	handler http.Handler
+	reg     *prometheus.Registry
 }
 
 // newMetrics registers the series; states is read at each scrape for the
@@ -52,6 +53,7 @@ func newMetrics(states func() map[string]int, capacity int, log *slog.Logger) *m
 		capGauge, m.expired, m.failures,
 		m.lease.vec, m.revert.vec, m.create.vec, m.reset.vec,
 	)
+	m.reg = reg
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
 	})

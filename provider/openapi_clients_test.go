@@ -75,6 +75,8 @@ func scenario(eng *fakeEngine) []step {
 		{op: "lease", lease: client.LeaseRequest{Width: 10, Height: 10}, status: 400, code: client.CodeBadRequest, invalid: true},
 		{op: "deleteSnapshot", name: "-bad", status: 400, code: client.CodeBadRequest, invalid: true},
 		{op: "deleteSnapshot", name: "s1", status: 204},
+		{op: "takeover", id: "A", status: 200},
+		{op: "takeover", id: "no-such-desktop", status: 404, code: client.CodeNotFound},
 		{op: "release", id: "A", status: 204},
 		{op: "release", id: "B", status: 204},
 		{op: "release", id: "B", status: 204}, // already released
@@ -100,7 +102,7 @@ func scenarioServer(t *testing.T, sp *spec) (*checkedAPI, *fakeEngine, string) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling the pool: there is nothing to await
 	}
-	c := &checkedAPI{sp: sp, h: newAPI(m, scenarioToken)}
+	c := &checkedAPI{sp: sp, h: newAPI(m, scenarioToken, "7070")}
 	srv := httptest.NewServer(c)
 	t.Cleanup(srv.Close)
 	return c, eng, srv.URL
@@ -208,7 +210,8 @@ func TestOpenAPIGoClient(t *testing.T) {
 	var methods []string
 	ct := reflect.TypeFor[*client.Client]()
 	for i := range ct.NumMethod() {
-		if n := ct.Method(i).Name; n != "Close" { // Close drops idle connections
+		// Close drops idle connections, Forward is drums ui's transport.
+		if n := ct.Method(i).Name; n != "Close" && n != "Forward" {
 			methods = append(methods, string(unicode.ToLower(rune(n[0])))+n[1:])
 		}
 	}
@@ -262,6 +265,8 @@ func TestOpenAPIGoClient(t *testing.T) {
 			err = cl.DeleteSnapshot(ctx, s.name)
 		case "release":
 			err = cl.Release(ctx, id)
+		case "takeover":
+			d, err = cl.Takeover(ctx, id, true)
 		default:
 			t.Fatalf("no Go client call for %s", s.op)
 		}
@@ -374,6 +379,8 @@ func TestOpenAPIPythonClient(t *testing.T) {
 			kw["desktop_id"], kw["name"] = id, s.name
 		case "deleteSnapshot":
 			kw["name"] = s.name
+		case "takeover":
+			kw["desktop_id"], kw["enabled"] = id, true
 		case "lease": // drums_osworld's lease offers no limits or no_egress
 			l := s.lease
 			kw["width"], kw["height"], kw["snapshot"], kw["image"], kw["lease_seconds"] = l.Width, l.Height, l.Snapshot, l.Image, l.LeaseSeconds

@@ -52,14 +52,15 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(err, s.m.Close(ctx, false))
 	}
-	s.serve(ln, newAPI(s.m, ""))
+	s.serve(ln, newAPI(s.m, "", ""))
 	if s.cfg.Listen != "" {
 		tl, err := net.Listen("tcp", s.cfg.Listen)
 		if err != nil {
 			return errors.Join(fmt.Errorf("listen on %s: %w", s.cfg.Listen, err), s.Shutdown(ctx))
 		}
 		s.tcpAddr = tl.Addr().String()
-		s.serve(tl, newAPI(s.m, s.cfg.Token))
+		_, port, _ := net.SplitHostPort(s.tcpAddr)
+		s.serve(tl, newAPI(s.m, s.cfg.Token, port))
 		s.log.Info("serving", "tcp", tl.Addr().String())
 	}
 	s.log.Info("serving", "socket", s.cfg.Socket, "capacity", s.cfg.Capacity, "pool_size", s.cfg.PoolSize)
@@ -67,7 +68,10 @@ func (s *Server) Start(ctx context.Context) error {
 }
 
 func (s *Server) serve(ln net.Listener, h http.Handler) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, peerKey{}, describePeer(c))
+		}}
 	s.servers = append(s.servers, srv)
 	s.serveWG.Add(1)
 	go func() {

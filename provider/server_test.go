@@ -604,7 +604,7 @@ func TestPanicIsAnInternalError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newAPI(m, "")
+	e := newAPI(m, "", "")
 	e.GET("/v1/boom", func(echo.Context) error { panic("boom") })
 	rec := httptest.NewRecorder()
 	e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/boom", nil))

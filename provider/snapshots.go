@@ -18,17 +18,11 @@ func (m *Manager) SaveSnapshot(ctx context.Context, id, name string) (client.Sna
 	if err := checkSnapshotName(name); err != nil {
 		return client.Snapshot{}, err
 	}
-	d, err := m.lookup(id)
+	d, err := m.lockLeased(id)
 	if err != nil {
 		return client.Snapshot{}, err
 	}
-	d.op.Lock()
 	defer d.op.Unlock()
-	m.mu.Lock()
-	if err := m.leasedLocked(d); err != nil {
-		m.mu.Unlock()
-		return client.Snapshot{}, err
-	}
 	dir, err := m.st.newSnapshotDir(name)
 	if err != nil {
 		m.mu.Unlock()

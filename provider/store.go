@@ -45,6 +45,8 @@ type desktopRecord struct {
 	Created      time.Time `json:"created"`
 	LeaseExpires time.Time `json:"lease_expires,omitzero"`
 	LeaseSeconds int       `json:"lease_seconds,omitempty"`
+	Holder       string    `json:"holder,omitempty"`
+	Takeover     bool      `json:"takeover,omitempty"`
 }
 
 // snapshotRecord is a snapshot as persisted: its API view and its files.

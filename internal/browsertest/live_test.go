@@ -1,193 +1,27 @@
 package browsertest
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/net/websocket"
 
 	"github.com/drums-dev/drums/guestd"
 	"github.com/drums-dev/drums/internal/rfb"
 	"github.com/drums-dev/drums/internal/testutil"
 	"github.com/drums-dev/drums/internal/x11"
 )
-
-// chromium starts headless Chromium and returns its DevTools address
-// (host:port) once it prints it, and a function that kills it with its
-// children (renderers, zygote), also run at cleanup.
-func chromium(t *testing.T) (string, func()) {
-	t.Helper()
-	testutil.Tier1(t, "chromium")
-	args := []string{"--headless=new", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--password-store=basic",
-		"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--remote-allow-origins=http://127.0.0.1", "--user-data-dir=" + t.TempDir(), "about:blank"}
-	if os.Geteuid() == 0 {
-		args = append(args, "--no-sandbox")
-	}
-	cmd := exec.Command("chromium", args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Its children keep what it was given open: a file, so that no copy
-	// waits for them, and a process group of its own, to end them all.
-	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { devnull.Close() })
-	cmd.Stdout = devnull
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := testutil.StartCmd(t, cmd)
-	kill := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	t.Cleanup(kill)
-	addr := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`DevTools listening on ws://([^/]+)/`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-		close(addr)
-	}()
-	select {
-	case a, ok := <-addr:
-		if !ok {
-			t.Fatalf("chromium exited before it listened: %v", p.Err())
-		}
-		go io.Copy(io.Discard, stderr)
-		return a, kill
-	case <-testutil.WithTimeout(t).Done():
-		t.Fatal("chromium did not say where DevTools listens")
-	}
-	return "", nil
-}
-
-// page is a DevTools connection to one tab: commands by id, events
-// dropped.
-type page struct {
-	ws      *websocket.Conn
-	mu      sync.Mutex
-	id      int
-	pending map[int]chan json.RawMessage
-}
-
-func openPage(t *testing.T, devtools string) *page {
-	t.Helper()
-	resp, err := http.Get("http://" + devtools + "/json/list")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var targets []struct{ Type, WebSocketDebuggerURL string }
-	err = json.NewDecoder(resp.Body).Decode(&targets)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tg := range targets {
-		if tg.Type != "page" {
-			continue
-		}
-		ws, err := websocket.Dial(tg.WebSocketDebuggerURL, "", "http://127.0.0.1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ws.Close() })
-		p := &page{ws: ws, pending: map[int]chan json.RawMessage{}}
-		go p.read()
-		return p
-	}
-	t.Fatalf("no page among %+v", targets)
-	return nil
-}
-
-func (p *page) read() {
-	for {
-		var msg struct {
-			ID     int
-			Result json.RawMessage
-			Error  *struct{ Message string }
-		}
-		if err := websocket.JSON.Receive(p.ws, &msg); err != nil {
-			p.mu.Lock()
-			for _, ch := range p.pending {
-				close(ch)
-			}
-			p.pending = nil
-			p.mu.Unlock()
-			return
-		}
-		if msg.ID == 0 {
-			continue // an event
-		}
-		if msg.Error != nil {
-			msg.Result, _ = json.Marshal(map[string]string{"error": msg.Error.Message})
-		}
-		p.mu.Lock()
-		ch := p.pending[msg.ID]
-		delete(p.pending, msg.ID)
-		p.mu.Unlock()
-		if ch != nil {
-			ch <- msg.Result
-		}
-	}
-}
-
-func (p *page) call(t *testing.T, method string, params any) json.RawMessage {
-	t.Helper()
-	p.mu.Lock()
-	p.id++
-	id := p.id
-	ch := make(chan json.RawMessage, 1)
-	p.pending[id] = ch
-	p.mu.Unlock()
-	if err := websocket.JSON.Send(p.ws, map[string]any{"id": id, "method": method, "params": params}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case r, ok := <-ch:
-		if !ok {
-			t.Fatalf("%s: DevTools connection lost", method)
-		}
-		return r
-	case <-testutil.WithTimeout(t).Done():
-		t.Fatalf("%s: no answer", method)
-	}
-	return nil
-}
-
-// eval evaluates a JavaScript expression and returns its value.
-func (p *page) eval(t *testing.T, expr string) json.RawMessage {
-	t.Helper()
-	var r struct {
-		Result struct {
-			Value json.RawMessage
-		}
-		ExceptionDetails json.RawMessage
-		Error            string
-	}
-	raw := p.call(t, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true})
-	if err := json.Unmarshal(raw, &r); err != nil || r.Error != "" || r.ExceptionDetails != nil {
-		t.Fatalf("evaluate %s: %s %v", expr, raw, err)
-	}
-	return r.Result.Value
-}
 
 // greenPixels counts, in the canvas noVNC draws the screen on, the pixels
 // of the root colour the test sets; -1 while there is no drawn canvas.
@@ -219,7 +53,8 @@ func TestLiveViewInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := guestd.NewLive(guestd.Config{Logger: log}, guestd.LiveOptions{}, viewers)
+	counted := &countingViewers{Server: viewers}
+	live, err := guestd.NewLive(guestd.Config{Logger: log}, guestd.LiveOptions{}, counted)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,40 +69,65 @@ func TestLiveViewInChromium(t *testing.T) {
 	apiSrv := httptest.NewServer(api)
 	t.Cleanup(func() { apiSrv.Close(); api.Close() })
 
-	devtools, kill := chromium(t)
-	p := openPage(t, devtools)
-	p.call(t, "Page.navigate", map[string]any{"url": liveSrv.URL + "/"})
+	b := Start(t, Options{})
+	p := b.OpenPage(t)
+	p.Navigate(t, liveSrv.URL+"/")
 	// The page connects, and draws the first frame: no green yet.
-	n := waitPixels(t, p, "noVNC to draw the screen", func(n int) bool { return n >= 0 })
+	n := p.WaitEval(t, "noVNC to draw the screen", greenPixels, func(n float64) bool { return n >= 0 })
 	if n != 0 {
-		t.Fatalf("%d green pixels before the action", n)
+		t.Fatalf("%v green pixels before the action", n)
 	}
-	title := strings.Trim(string(p.eval(t, "document.title")), `"`)
+	title := strings.Trim(string(p.Eval(t, "document.title")), `"`)
 	t.Logf("page title %q", title)
 	if got := viewers.Viewers(); got != 1 {
 		t.Errorf("%d viewers while the page is open", got)
 	}
 
-	resp, err := http.Post(apiSrv.URL+"/execute", "application/json",
-		strings.NewReader(`{"command": "xsetroot -solid '#00ff00'", "shell": true}`))
-	if err != nil {
-		t.Fatal(err)
+	execute := func(command string) {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"command": command, "shell": true})
+		resp, err := http.Post(apiSrv.URL+"/execute", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("/execute: %d %s", resp.StatusCode, out)
+		}
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("/execute: %d %s", resp.StatusCode, body)
-	}
+	execute("xsetroot -solid '#00ff00'")
 	start := time.Now()
-	waitPixels(t, p, "the green root in the browser", func(n int) bool { return n > 640*480/2 })
+	p.WaitEval(t, "the green root in the browser", greenPixels, func(n float64) bool { return n > 640*480/2 })
 	t.Logf("the browser showed the change %v after /execute answered", time.Since(start))
 
+	// noVNC asked for Tight (tight.go) and got it: a Raw frame alone would
+	// be 640x480x4 bytes. What it draws from Tight's zlib stream is the
+	// screen a Raw viewer (rfb.Client) sees, pixel for pixel: a plaid of
+	// two colours does not fill, it compresses.
+	if sent := counted.sent.Load(); sent >= 640*480*4 {
+		t.Errorf("the page got %d bytes for two frames: not Tight", sent)
+	}
+	execute("xsetroot -mod 3 5 -fg '#00ff00' -bg '#3050a0'")
+	raw := newRawViewer(t, viewers)
+	var want float64
+	p.WaitEval(t, "noVNC's canvas to be the Raw viewer's screen", canvasSum, func(n float64) bool {
+		want = float64(raw.sum())
+		return n == want
+	})
+	var green float64
+	if err := json.Unmarshal(p.Eval(t, greenPixels), &green); err != nil || green < 640*480/100 || green > 640*480*9/10 {
+		t.Errorf("%v green pixels of the plaid (%v): not the two-colour screen the test drew", green, err)
+	}
+	t.Logf("checksum %v, %v green pixels; the page got %d bytes in all", want, green, counted.sent.Load())
+	raw.close()
+
 	// View-only: the page sends no input (and the server would drop it).
-	if v := string(p.eval(t, `new URLSearchParams(location.search).get('view_only')`)); v != `"true"` {
+	if v := string(p.Eval(t, `new URLSearchParams(location.search).get('view_only')`)); v != `"true"` {
 		t.Errorf("the page is not view-only: view_only=%s", v)
 	}
 	// The browser gone, so is its viewer.
-	kill()
+	b.Kill()
 	deadline := time.Now().Add(testutil.ReadyTimeout)
 	for viewers.Viewers() != 0 {
 		if time.Now().After(deadline) {
@@ -277,24 +137,104 @@ func TestLiveViewInChromium(t *testing.T) {
 	}
 }
 
-// waitPixels evaluates greenPixels until ok; nothing tells the test when
-// the canvas was drawn, so it looks again every 50 ms.
-func waitPixels(t *testing.T, p *page, what string, ok func(int) bool) int {
-	t.Helper()
-	deadline := time.Now().Add(testutil.ReadyTimeout)
-	for {
-		var n int
-		if err := json.Unmarshal(p.eval(t, greenPixels), &n); err != nil {
-			t.Fatal(err)
-		}
-		if ok(n) {
-			return n
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s (%d green pixels)", what, n)
-		}
-		time.Sleep(50 * time.Millisecond)
+// canvasSum is a checksum of the R, G, B bytes of noVNC's canvas;
+// rgbSum is the same of an image.
+const canvasSum = `(() => {
+	const c = document.querySelector('#noVNC_container canvas');
+	const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+	let h = 0;
+	for (let i = 0; i < d.length; i += 4) h = (Math.imul(h, 31) + d[i] * 65536 + d[i+1] * 256 + d[i+2]) >>> 0;
+	return h;
+})()`
+
+func rgbSum(img *image.RGBA) uint32 {
+	var h uint32
+	for i := 0; i < len(img.Pix); i += 4 {
+		h = h*31 + uint32(img.Pix[i])<<16 + uint32(img.Pix[i+1])<<8 + uint32(img.Pix[i+2])
 	}
+	return h
+}
+
+// countingViewers counts the bytes the viewers are sent.
+type countingViewers struct {
+	*rfb.Server
+	sent atomic.Int64
+}
+
+func (c *countingViewers) Serve(ctx context.Context, rw io.ReadWriteCloser) error {
+	return c.Server.Serve(ctx, &countingConn{ReadWriteCloser: rw, sent: &c.sent})
+}
+
+// countingConn passes the deadlines on: the server cuts a stuck write
+// with them.
+type countingConn struct {
+	io.ReadWriteCloser
+	sent *atomic.Int64
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	n, err := c.ReadWriteCloser.Write(b)
+	c.sent.Add(int64(n))
+	return n, err
+}
+
+func (c *countingConn) SetDeadline(t time.Time) error {
+	return c.ReadWriteCloser.(interface{ SetDeadline(time.Time) error }).SetDeadline(t)
+}
+
+func (c *countingConn) SetWriteDeadline(t time.Time) error {
+	return c.ReadWriteCloser.(interface{ SetWriteDeadline(time.Time) error }).SetWriteDeadline(t)
+}
+
+// rawViewer is an rfb.Client asking for Raw only, following the screen.
+type rawViewer struct {
+	conn net.Conn
+	mu   sync.Mutex
+	fb   *image.RGBA
+	done chan struct{}
+}
+
+func newRawViewer(t *testing.T, srv *rfb.Server) *rawViewer {
+	t.Helper()
+	a, b := net.Pipe()
+	go srv.Serve(context.Background(), a)
+	c, err := rfb.NewClient(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &rawViewer{conn: b, fb: image.NewRGBA(c.FB.Rect), done: make(chan struct{})}
+	t.Cleanup(v.close)
+	go func() {
+		defer close(v.done)
+		incremental := false
+		for {
+			if c.Request(incremental) != nil {
+				return
+			}
+			if _, err := c.ReadUpdate(); err != nil {
+				return
+			}
+			incremental = true
+			fb := image.NewRGBA(c.FB.Rect)
+			copy(fb.Pix, c.FB.Pix)
+			v.mu.Lock()
+			v.fb = fb
+			v.mu.Unlock()
+		}
+	}()
+	return v
+}
+
+// sum is rgbSum of the screen as the viewer last drew it.
+func (v *rawViewer) sum() uint32 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return rgbSum(v.fb)
+}
+
+func (v *rawViewer) close() {
+	v.conn.Close()
+	<-v.done
 }
 
 // noA11y is an accessibility source for a desktop without AT-SPI: this

@@ -43,6 +43,7 @@ func commands() []command {
 				{name: "list", run: leaf(parseTasksList, runTasksList)},
 				{name: "report", run: leaf(parseTasksReport, runTasksReport)},
 			}}},
+		{name: "ui", summary: "the daemon's page for a browser on this machine: desktops, thumbnails, live views, metrics", run: leaf(parseUI, runUI)},
 
 		// Hidden: drums image run re-executes drums as this (a desktop's
 		// init is drums-init's).

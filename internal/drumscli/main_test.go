@@ -95,6 +95,7 @@ Commands:
   session    create, list, reset, remove and enter desktops (no daemon needed)
   sweep      remove leftovers of crashed sessions (veths, tables, cgroups, processes, dirs)
   tasks      run OSWorld task files on drums desktops and report task by task
+  ui         the daemon's page for a browser on this machine: desktops, thumbnails, live views, metrics
 
 Run 'drums COMMAND --help' for a command's flags.
 `

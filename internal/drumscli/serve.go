@@ -76,12 +76,8 @@ Flags:
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q (see drums serve --help)", fs.Args())
 	}
-	if *tokenFile != "" {
-		b, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			return cfg, fmt.Errorf("read token file: %w", err)
-		}
-		p.Token = strings.TrimSpace(string(b))
+	if err := readTokenFile(*tokenFile, &p.Token); err != nil {
+		return cfg, err
 	}
 	var err error
 	if cfg.Engine, err = ef.config(stderr); err != nil {
@@ -94,6 +90,20 @@ Flags:
 	cfg.Engine.MaxSessions = p.Capacity
 	p.Image = cfg.Engine.Image
 	return cfg, p.Validate()
+}
+
+// readTokenFile sets *token to the content of path (trimmed), if path is
+// not "".
+func readTokenFile(path string, token *string) error {
+	if path == "" {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read token file: %w", err)
+	}
+	*token = strings.TrimSpace(string(b))
+	return nil
 }
 
 func runServe(ctx context.Context, cfg serveConfig, s stdio) error {

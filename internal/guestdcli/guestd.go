@@ -124,7 +124,7 @@ Flags:
 	fs.StringVar(&cfg.VNCWeb, "vnc-web", cfg.VNCWeb, "noVNC's `directory` (Debian's novnc package), served by the live view")
 	fs.BoolVar(&cfg.VNCTakeover, "vnc-takeover", false,
 		"let live viewers' keyboard and mouse drive the desktop (through XTEST); default view-only: their\n"+
-			"events are read and dropped")
+			"events are read and dropped. POST /live_view {\"takeover\": true|false} turns it on and off later")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -208,7 +208,11 @@ func run(ctx context.Context, cfg config) error {
 	a11y := atspi.NewSource(atspi.SourceOptions{Display: cfg.Guest.Display})
 	defer a11y.Close()
 
-	srv, err := guestd.New(cfg.Guest, guestd.Deps{Display: disp, Accessibility: a11y, Actions: acts})
+	deps := guestd.Deps{Display: disp, Accessibility: a11y, Actions: acts}
+	if cfg.VNCListen != "" {
+		deps.Takeover = guestd.NewTakeover(disp, cfg.VNCTakeover)
+	}
+	srv, err := guestd.New(cfg.Guest, deps)
 	if err != nil {
 		return err
 	}
@@ -216,7 +220,7 @@ func run(ctx context.Context, cfg config) error {
 
 	if cfg.VNCListen != "" {
 		// Before guestd says it listens: a desktop is ready when both are.
-		stopLive, err := serveLive(cfg, disp)
+		stopLive, err := serveLive(cfg, disp, deps.Takeover)
 		if err != nil {
 			return err
 		}

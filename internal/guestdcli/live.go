@@ -20,16 +20,12 @@ import (
 // frame's memory back; takeover input goes through disp, guestd's own
 // connection, as the agent's actions do. stop closes the listener and
 // every viewer's connection.
-func serveLive(cfg config, disp *x11.Display) (stop func(), err error) {
+func serveLive(cfg config, disp *x11.Display, takeover *guestd.Takeover) (stop func(), err error) {
 	log := cfg.Guest.Logger.With("component", "live")
-	var input rfb.Input // nil: view-only
-	if cfg.VNCTakeover {
-		input = disp
-	}
 	name, _ := os.Hostname()
 	viewers, err := rfb.NewServer(rfb.Options{
 		Open:     func() (rfb.Screen, error) { return x11.Watch(cfg.Guest.Display) },
-		Input:    input,
+		Input:    takeover,
 		Name:     name,
 		Released: freeHeap,
 		Logger:   log,
@@ -37,7 +33,7 @@ func serveLive(cfg config, disp *x11.Display) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	live, err := guestd.NewLive(cfg.Guest, guestd.LiveOptions{Web: cfg.VNCWeb, Takeover: cfg.VNCTakeover}, viewers)
+	live, err := guestd.NewLive(cfg.Guest, guestd.LiveOptions{Web: cfg.VNCWeb, Takeover: takeover}, viewers)
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +59,7 @@ func serveLive(cfg config, disp *x11.Display) (stop func(), err error) {
 
 // Compile-time checks: what the live view is given is what x11 has.
 var (
-	_ rfb.Screen = (*x11.Watcher)(nil)
-	_ rfb.Input  = (*x11.Display)(nil)
+	_ rfb.Screen   = (*x11.Watcher)(nil)
+	_ rfb.Input    = (*guestd.Takeover)(nil)
+	_ guestd.Input = (*x11.Display)(nil)
 )

@@ -2,32 +2,49 @@ package rfb
 
 import (
 	"bufio"
+	"bytes"
+	"compress/zlib"
 	"encoding/binary"
 	"fmt"
 	"image"
 	"io"
+	"slices"
 )
 
-// Client is a minimal viewer: RFB 3.8 with security None, Raw and
-// DesktopSize, in this server's pixel format. The tests and the live-view
-// benchmarks use it to see what a viewer sees.
+// Client is a minimal viewer: RFB 3.8 with security None, Raw, Tight's
+// fill and basic forms (as this server sends them) and DesktopSize, in
+// this server's pixel format. The tests and the live-view benchmarks use
+// it to see what a viewer sees.
 type Client struct {
 	rw   io.ReadWriter
 	br   *bufio.Reader
 	Name string
 	// FB is the screen as the updates read so far drew it.
 	FB *image.RGBA
+	// zlib is Tight's stream 0: its compressed bytes, and its inflater
+	// over them, for the connection's life.
+	zsrc bytes.Buffer
+	zlib io.Reader
+	px   []byte
 }
 
 // Update is what one FramebufferUpdate carried.
 type Update struct {
-	Rects   []image.Rectangle // the Raw rectangles, in order
+	Rects   []image.Rectangle // the Raw and Tight rectangles, in order
+	Tight   int               // how many of them were Tight
 	Resized bool              // it carried a DesktopSize
 	Bytes   int               // the message's length
 }
 
-// NewClient runs the handshake over rw and asks for Raw and DesktopSize.
-func NewClient(rw io.ReadWriter) (*Client, error) {
+// Encoding is an encoding a Client may ask for besides Raw.
+type Encoding int32
+
+// Tight is Tight's fill and basic compression (tight.go).
+const Tight Encoding = encTight
+
+// NewClient runs the handshake over rw and asks for the encodings given,
+// in that order of preference, then Raw and DesktopSize.
+func NewClient(rw io.ReadWriter, encodings ...Encoding) (*Client, error) {
 	c := &Client{rw: rw, br: bufio.NewReader(rw)}
 	var ver [12]byte
 	if _, err := io.ReadFull(c.br, ver[:]); err != nil {
@@ -77,8 +94,10 @@ func NewClient(rw io.ReadWriter) (*Client, error) {
 	}
 	c.Name, c.FB = string(name), image.NewRGBA(image.Rect(0, 0, w, h))
 	msg := append([]byte{msgSetPixelFormat, 0, 0, 0}, serverFormat.marshal()...)
-	msg = append(msg, msgSetEncodings, 0, 0, 2)
-	for _, enc := range []int32{encRaw, encDesktopSize} {
+	encs := append(slices.Clone(encodings), encRaw, encDesktopSize)
+	msg = append(msg, msgSetEncodings, 0)
+	msg = binary.BigEndian.AppendUint16(msg, uint16(len(encs)))
+	for _, enc := range encs {
 		msg = binary.BigEndian.AppendUint32(msg, uint32(enc))
 	}
 	if _, err := rw.Write(msg); err != nil {
@@ -155,9 +174,112 @@ func (c *Client) ReadUpdate() (Update, error) {
 			}
 			u.Bytes += 4 * r.Dx() * r.Dy()
 			u.Rects = append(u.Rects, r)
+		case encTight:
+			if !r.In(c.FB.Rect) {
+				return u, fmt.Errorf("%w: rectangle %v outside the screen %v", ErrProtocol, r, c.FB.Rect)
+			}
+			n, err := c.readTight(r)
+			if err != nil {
+				return u, err
+			}
+			u.Bytes += n
+			u.Rects = append(u.Rects, r)
+			u.Tight++
 		default:
 			return u, fmt.Errorf("%w: encoding %d", ErrProtocol, enc)
 		}
 	}
 	return u, nil
+}
+
+// readTight reads one Tight rectangle's data into FB and returns its
+// length: a fill, or basic compression with the copy filter; the other
+// forms (JPEG, palette and gradient filters, streams 1-3) this server
+// never sends.
+func (c *Client) readTight(r image.Rectangle) (int, error) {
+	ctl, err := c.br.ReadByte()
+	if err != nil {
+		return 0, err
+	}
+	n := 1
+	if ctl&1 != 0 { // reset stream 0
+		c.zsrc.Reset()
+		c.zlib = nil
+	}
+	switch ctl >> 4 {
+	case tightFill >> 4:
+		var p [3]byte
+		if _, err := io.ReadFull(c.br, p[:]); err != nil {
+			return n, err
+		}
+		c.px = c.px[:0]
+		for range r.Dx() * r.Dy() {
+			c.px = append(c.px, p[:]...)
+		}
+		c.draw(r, c.px)
+		return n + 3, nil
+	case tightBasic >> 4:
+	default:
+		return n, fmt.Errorf("%w: Tight control byte %#x", ErrProtocol, ctl)
+	}
+	size := 3 * r.Dx() * r.Dy()
+	c.px = slices.Grow(c.px[:0], size)[:size]
+	if size < tightMinCompress {
+		if _, err := io.ReadFull(c.br, c.px); err != nil {
+			return n, err
+		}
+		c.draw(r, c.px)
+		return n + size, nil
+	}
+	length, k, err := c.compactLength()
+	if err != nil {
+		return n, err
+	}
+	n += k
+	if _, err := io.CopyN(&c.zsrc, c.br, int64(length)); err != nil {
+		return n, err
+	}
+	n += length
+	if c.zlib == nil {
+		// The stream's header came with its first rectangle.
+		if c.zlib, err = zlib.NewReader(&c.zsrc); err != nil {
+			return n, fmt.Errorf("%w: Tight zlib stream: %v", ErrProtocol, err)
+		}
+	}
+	if _, err := io.ReadFull(c.zlib, c.px); err != nil {
+		return n, fmt.Errorf("%w: Tight zlib data: %v", ErrProtocol, err)
+	}
+	c.draw(r, c.px)
+	return n, nil
+}
+
+// compactLength reads Tight's compact length and how many bytes it took.
+func (c *Client) compactLength() (int, int, error) {
+	v := 0
+	for k := range 3 {
+		b, err := c.br.ReadByte()
+		if err != nil {
+			return 0, k, err
+		}
+		if k == 2 {
+			return v | int(b)<<14, 3, nil
+		}
+		v |= int(b&0x7f) << (7 * k)
+		if b&0x80 == 0 {
+			return v, k + 1, nil
+		}
+	}
+	return v, 3, nil
+}
+
+// draw writes px, R G B a pixel, into FB's r (opaque).
+func (c *Client) draw(r image.Rectangle, px []byte) {
+	j := 0
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		row := c.FB.Pix[c.FB.PixOffset(r.Min.X, y):][:4*r.Dx()]
+		for x := 0; x < len(row); x += 4 {
+			row[x], row[x+1], row[x+2], row[x+3] = px[j], px[j+1], px[j+2], 0xff
+			j += 3
+		}
+	}
 }

@@ -28,7 +28,7 @@ import (
 //	ServerInit [w h pixel-format name]       →
 //	                                         ←  SetPixelFormat, SetEncodings,
 //	                                            FramebufferUpdateRequest, Key/PointerEvent, ClientCutText
-//	FramebufferUpdate [rects, Raw]           →  one per request: at once for a
+//	FramebufferUpdate [rects, Raw or Tight]  →  one per request: at once for a
 //	                                            non-incremental request, once
 //	                                            something changed for an incremental one
 //
@@ -37,7 +37,7 @@ import (
 // the next one after it drew the last, so a slow viewer gets fewer, larger
 // updates and never a queue.
 
-// Encodings this server sends.
+// Encodings this server sends (and encTight, tight.go).
 const (
 	encRaw         = 0
 	encDesktopSize = -223
@@ -76,6 +76,8 @@ type viewer struct {
 	err      error      // why the connection ends; set once
 	format   pixelFormat
 	resize   bool // DesktopSize is understood
+	tight    bool // Tight is understood (tight.go)
+	enc      *tightEncoder
 	req      *request
 	dirty    []image.Rectangle
 	resized  bool        // the screen's size changed since the last update sent
@@ -328,17 +330,20 @@ func (s *Server) read(ctx context.Context, br *bufio.Reader, v *viewer) error {
 			if n > maxSetEncodingsLen {
 				return fmt.Errorf("%w: %d encodings", ErrProtocol, n)
 			}
-			resize := false
+			resize, tight := false, false
 			for range n {
 				if _, err := io.ReadFull(br, buf[:4]); err != nil {
 					return err
 				}
-				if int32(binary.BigEndian.Uint32(buf[:4])) == encDesktopSize {
+				switch int32(binary.BigEndian.Uint32(buf[:4])) {
+				case encDesktopSize:
 					resize = true
+				case encTight:
+					tight = true
 				}
 			}
 			v.mu.Lock()
-			v.resize = resize
+			v.resize, v.tight = resize, tight
 			v.mu.Unlock()
 		case msgUpdateRequest:
 			if _, err := io.ReadFull(br, buf[:9]); err != nil {
@@ -487,19 +492,32 @@ func (v *viewer) next(w *watch, dst []byte) (msg []byte, waiting bool) {
 	}
 	v.resized = false
 	v.req = nil
-	n := len(rects)
-	if newSize {
-		n++
-	}
-	dst = append(dst, msgFramebufferUpd, 0)
-	dst = binary.BigEndian.AppendUint16(dst, uint16(n))
+	// The count is known once Tight has cut the rectangles into pieces;
+	// it stays far below 2^16 (at most maxPendingRects rectangles, each a
+	// few hundred pieces at 7680x4320).
+	at := len(dst)
+	dst = append(dst, msgFramebufferUpd, 0, 0, 0)
+	n := 0
 	if newSize {
 		dst = appendRectHeader(dst, image.Rectangle{Max: v.size}, encDesktopSize)
+		n++
+	}
+	tight := v.tight && v.format.tightPixels()
+	if tight && v.enc == nil {
+		v.enc = newTightEncoder()
 	}
 	for _, r := range rects {
+		if tight {
+			var k int
+			dst, k = v.enc.appendRects(dst, fb, r)
+			n += k
+			continue
+		}
 		dst = appendRectHeader(dst, r, encRaw)
 		dst = v.format.appendRaw(dst, fb, r)
+		n++
 	}
+	binary.BigEndian.PutUint16(dst[at+2:], uint16(n))
 	return dst, false
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -122,6 +123,14 @@ func (c *Client) SaveSnapshot(ctx context.Context, id, name string) (Snapshot, e
 	return s, err
 }
 
+// Takeover turns the live view's takeover on or off for a leased desktop:
+// on, the viewers of its port 8006 drive its keyboard and mouse.
+func (c *Client) Takeover(ctx context.Context, id string, enabled bool) (Desktop, error) {
+	var d Desktop
+	err := c.do(ctx, http.MethodPost, "/v1/desktops/"+url.PathEscape(id)+"/takeover", TakeoverRequest{Enabled: enabled}, &d)
+	return d, err
+}
+
 // Snapshots lists the saved snapshots.
 func (c *Client) Snapshots(ctx context.Context) ([]Snapshot, error) {
 	var ss []Snapshot
@@ -144,6 +153,25 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 	var h Health
 	err := c.do(ctx, http.MethodGet, "/v1/health", nil, &h)
 	return h, err
+}
+
+// Forward sends a request for path (with its query) to the daemon, with
+// the token, and returns the answer as it is: drums ui passes the page's
+// requests on this way.
+func (c *Client) Forward(ctx context.Context, method, path string, header http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("build %s %s: %w", method, path, err)
+	}
+	maps.Copy(req.Header, header)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	return resp, nil
 }
 
 // Close drops idle connections.

@@ -20,6 +20,13 @@ type Desktop struct {
 	Image        string    `json:"image"`
 	Created      time.Time `json:"created"`
 	LeaseExpires time.Time `json:"lease_expires,omitzero"`
+	// Holder says who holds the lease (LeaseRequest.Holder, else where the
+	// request came from); set while leased.
+	Holder string `json:"holder,omitempty"`
+	// Takeover says the live view on port 8006 passes its viewers'
+	// keyboard and mouse to the desktop (TakeoverRequest); a lease starts
+	// view-only.
+	Takeover bool `json:"takeover,omitempty"`
 }
 
 // Desktop states. Only a leased desktop accepts renew, revert and snapshot
@@ -47,6 +54,16 @@ type LeaseRequest struct {
 	Limits       Limits `json:"limits,omitzero"`
 	// NoEgress drops the desktop's traffic to the public internet.
 	NoEgress bool `json:"no_egress,omitempty"`
+	// Holder names the lease's holder for people (the daemon's page, drums
+	// session ls): a run, a user, a host. "" records where the request
+	// came from.
+	Holder string `json:"holder,omitempty"`
+}
+
+// TakeoverRequest turns the live view's takeover on or off for one leased
+// desktop: on, the viewers of port 8006 drive its keyboard and mouse.
+type TakeoverRequest struct {
+	Enabled bool `json:"enabled"`
 }
 
 // Limits caps a desktop's resources; zero fields take the engine's defaults.

@@ -156,6 +156,11 @@ class Daemon:
         return self.request("POST", "/v1/desktops/%s/snapshots" % urllib.parse.quote(desktop_id, safe=""),
                             {"name": name})
 
+    def takeover(self, desktop_id, enabled=True):
+        """Turn the live view's takeover on (or off) for a leased desktop."""
+        return self.request("POST", "/v1/desktops/%s/takeover" % urllib.parse.quote(desktop_id, safe=""),
+                            {"enabled": bool(enabled)})
+
     def release(self, desktop_id):
         return self.request("DELETE", "/v1/desktops/" + urllib.parse.quote(desktop_id, safe=""))
 
