@@ -382,15 +382,17 @@ func (r *Runner) episode(ctx context.Context, env *Env, t *Task, res *Result) {
 	}
 	if len(t.Solution) > 0 {
 		if err := Solve(ctx, env, t.Solution, StepPause); err != nil {
+			res.Solution = solutionOutcome(res.ScoreBefore, nil, err)
 			r.finish(res, StatusFailed, "solution: "+err.Error())
 			return
 		}
-		after := env.Evaluate(ctx, t, false)
+		after := env.Evaluate(ctx, t, lastFails(t.Solution))
 		if obs.OK() {
 			after.Screenshot = r.snapshot(ctx, env, t, ".solved.png")
 		}
 		res.After = &after
 		res.ScoreAfter = after.Score
+		res.Solution = solutionOutcome(res.ScoreBefore, &after, nil)
 	}
 	if !obs.OK() {
 		r.finish(res, StatusFailed, "observation: "+obs.describe())
@@ -552,9 +554,11 @@ func contains(l []string, s string) bool {
 	return false
 }
 
-// Solve runs a built-in task's solution: pyautogui commands as
-// DesktopEnv.step sends them, each followed by pause (DesktopEnv: 2 s),
-// shell steps through the setup controller.
+// Solve runs a task's solution: pyautogui commands as DesktopEnv.step
+// sends them, each followed by pause (DesktopEnv: 2 s); a click on an
+// accessibility element at its centre in the tree observed just before it;
+// DesktopEnv.step's WAIT as a pause, DONE and FAIL as nothing to run (the
+// evaluation reads FAIL); shell steps through the setup controller.
 func Solve(ctx context.Context, env *Env, actions []Action, pause time.Duration) error {
 	for i, a := range actions {
 		if a.Step != nil {
@@ -563,16 +567,35 @@ func Solve(ctx context.Context, env *Env, actions []Action, pause time.Duration)
 			}
 			continue
 		}
-		code, err := Substitute(a.Code, env.Screen)
-		if err != nil {
-			return fmt.Errorf("action %d: %w", i+1, err)
+		var code string
+		switch a.Code {
+		case ActionDone, ActionFail:
+			continue
+		case ActionWait:
+		default:
+			c, err := Substitute(a.Code, env.Screen)
+			if err != nil {
+				return fmt.Errorf("action %d: %w", i+1, err)
+			}
+			code = c.(string)
 		}
-		res, err := env.Guest.ExecutePython(ctx, code.(string))
-		if err != nil {
-			return fmt.Errorf("action %d: %w", i+1, err)
+		if a.Click != nil {
+			tree, err := env.Guest.Accessibility(ctx)
+			if err != nil {
+				return fmt.Errorf("action %d: accessibility tree: %w", i+1, err)
+			}
+			if code, err = clickCode(tree, *a.Click); err != nil {
+				return fmt.Errorf("action %d: %w", i+1, err)
+			}
 		}
-		if res.ReturnCode != 0 {
-			return fmt.Errorf("action %d exited %d: %s", i+1, res.ReturnCode, strings.TrimSpace(res.Error))
+		if code != "" {
+			res, err := env.Guest.ExecutePython(ctx, code)
+			if err != nil {
+				return fmt.Errorf("action %d: %w", i+1, err)
+			}
+			if res.ReturnCode != 0 {
+				return fmt.Errorf("action %d exited %d: %s", i+1, res.ReturnCode, strings.TrimSpace(res.Error))
+			}
 		}
 		if err := ctxtime.Sleep(ctx, pause); err != nil {
 			return err
