@@ -9,6 +9,8 @@
 #     | {"path", "settle"} ------------------------> | reset(task) = setup
 #     |                                              | _get_obs()
 #     | <--- {"setup_ok", "score", ...}             | evaluate() before acting
+#     |    (with "solution": [actions]: env.step of  | each action, evaluate()
+#     |     each, then "score_after")                | again
 #     | stdin closed -----------------------------> | env.close()
 import json
 import os
@@ -28,6 +30,44 @@ def reply(obj):
 
 def describe(exc):
     return "%s: %s" % (type(exc).__name__, exc)
+
+
+def element_centre(tree, role, name):
+    """The centre of the first element with tag role and name attribute
+    name in the accessibility tree (drums' tasks/element.go does the same
+    for the native runner)."""
+    import lxml.etree
+
+    cp = "{uri:deskat:component.at-spi.gnome.org}"
+    for el in lxml.etree.fromstring(tree.encode()).iter(role):
+        if el.get("name") != name:
+            continue
+        x, y = (int(v) for v in el.get(cp + "screencoord", "").strip("()").split(","))
+        w, h = (int(v) for v in el.get(cp + "size", "").strip("()").split(","))
+        if w <= 0 or h <= 0:
+            raise ValueError("%s %r is not on the screen" % (role, name))
+        return x + w // 2, y + h // 2
+    raise ValueError("no %s named %r in the accessibility tree" % (role, name))
+
+
+def solve(env, actions):
+    """Sends a solution's actions as an agent would: env.step of pyautogui
+    code or WAIT/DONE/FAIL; a click on an accessibility element becomes a
+    click at its centre in the tree observed just before it; a setup-style
+    step runs through the setup controller."""
+    for i, a in enumerate(actions):
+        try:
+            if isinstance(a, dict) and "click" in a:
+                c = a["click"]
+                x, y = element_centre(env.controller.get_accessibility_tree(), c["role"], c.get("name", ""))
+                a = "import pyautogui; pyautogui.click(%d, %d, clicks=%d, button=%r)" % (
+                    x, y, c.get("clicks") or 1, c.get("button") or "left")
+            if isinstance(a, dict):
+                env.setup_controller.setup([a])
+            else:
+                env.step(a)
+        except BaseException as exc:
+            raise RuntimeError("action %d: %s" % (i + 1, describe(exc))) from exc
 
 
 def main():
@@ -77,6 +117,15 @@ def main():
                             res["details"] = json.loads(json.dumps(details, default=str))
                     except BaseException as exc:
                         res["eval_error"] = describe(exc)
+                    if req.get("solution"):
+                        try:
+                            solve(env, req["solution"])
+                            try:
+                                res["score_after"] = float(env.evaluate())
+                            except BaseException as exc:
+                                res["after_error"] = describe(exc)
+                        except BaseException as exc:
+                            res["solution_error"] = describe(exc)
             except BaseException as exc:
                 res["error"] = describe(exc)
                 res["trace"] = traceback.format_exc()[-3000:]
