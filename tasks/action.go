@@ -23,12 +23,15 @@ type Action struct {
 // ElementClick names the accessibility element a click action aims at: the
 // first element of the tree, in document order, with this tag (the role,
 // as OSWorld's tree spells it) and name attribute, and at least this many
-// clicks of this button (pyautogui's defaults: 1, "left").
+// clicks of this button (pyautogui's defaults: 1, "left"). The click lands
+// on the element's centre, or Above pixels above its top edge (a window's
+// title bar, which the window manager draws and the tree does not have).
 type ElementClick struct {
 	Role   string `json:"role"`
 	Name   string `json:"name"`
 	Clicks int    `json:"clicks,omitempty"`
 	Button string `json:"button,omitempty"`
+	Above  int    `json:"above,omitempty"`
 }
 
 // The special actions of DesktopEnv.step, which run no code.

@@ -716,7 +716,10 @@ func getOpenTabsInfo(ctx context.Context, e *Env, _ Getter) (any, error) {
 type a11yNode struct {
 	tag, name, text string
 	// coord and size are the cp:screencoord and cp:size attributes,
-	// "(x, y)" and "(width, height)".
+	// "(x, y)" and "(width, height)", in whichever component namespace the
+	// tree binds cp to (guestd, like OSWorld's server today, writes
+	// https://accessibility.ubuntu.example.org/ns/component; OSWorld's
+	// getters still name uri:deskat:component.at-spi.gnome.org).
 	coord, size string
 	children    []*a11yNode
 }
@@ -742,9 +745,9 @@ func parseA11y(doc string) (*a11yNode, error) {
 				switch {
 				case a.Name.Space == "" && a.Name.Local == "name":
 					n.name = a.Value
-				case a.Name.Space == componentNS && a.Name.Local == "screencoord":
+				case strings.Contains(a.Name.Space, "component") && a.Name.Local == "screencoord":
 					n.coord = a.Value
-				case a.Name.Space == componentNS && a.Name.Local == "size":
+				case strings.Contains(a.Name.Space, "component") && a.Name.Local == "size":
 					n.size = a.Value
 				}
 			}

@@ -34,19 +34,21 @@ def describe(exc):
 
 def element_centre(tree, role, name):
     """The centre of the first element with tag role and name attribute
-    name in the accessibility tree (drums' tasks/element.go does the same
-    for the native runner)."""
+    name in the accessibility tree, and its height (drums' tasks/element.go
+    does the same for the native runner)."""
     import lxml.etree
 
-    cp = "{uri:deskat:component.at-spi.gnome.org}"
     for el in lxml.etree.fromstring(tree.encode()).iter(role):
         if el.get("name") != name:
             continue
-        x, y = (int(v) for v in el.get(cp + "screencoord", "").strip("()").split(","))
-        w, h = (int(v) for v in el.get(cp + "size", "").strip("()").split(","))
+        # cp:screencoord and cp:size, whichever component URI the tree
+        # binds cp to.
+        cp = {lxml.etree.QName(k).localname: v for k, v in el.attrib.items() if "component" in (lxml.etree.QName(k).namespace or "")}
+        x, y = (int(v) for v in cp.get("screencoord", "").strip("()").split(","))
+        w, h = (int(v) for v in cp.get("size", "").strip("()").split(","))
         if w <= 0 or h <= 0:
             raise ValueError("%s %r is not on the screen" % (role, name))
-        return x + w // 2, y + h // 2
+        return x + w // 2, y + h // 2, h
     raise ValueError("no %s named %r in the accessibility tree" % (role, name))
 
 
@@ -59,7 +61,9 @@ def solve(env, actions):
         try:
             if isinstance(a, dict) and "click" in a:
                 c = a["click"]
-                x, y = element_centre(env.controller.get_accessibility_tree(), c["role"], c.get("name", ""))
+                x, y, h = element_centre(env.controller.get_accessibility_tree(), c["role"], c.get("name", ""))
+                if c.get("above"):
+                    y -= h // 2 + c["above"]
                 a = "import pyautogui; pyautogui.click(%d, %d, clicks=%d, button=%r)" % (
                     x, y, c.get("clicks") or 1, c.get("button") or "left")
             if isinstance(a, dict):
@@ -119,6 +123,13 @@ def main():
                         res["eval_error"] = describe(exc)
                     if req.get("solution"):
                         try:
+                            if (task.get("evaluator") or {}).get("postconfig"):
+                                # evaluate() ran the postconfig (a save, an
+                                # application restarted): the agent starts
+                                # from a desktop reset and set up again.
+                                env.is_environment_used = True
+                                env.reset(task_config=task)
+                                time.sleep(req.get("settle", 0))
                             solve(env, req["solution"])
                             try:
                                 res["score_after"] = float(env.evaluate())

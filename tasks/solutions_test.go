@@ -79,7 +79,7 @@ func TestActionForms(t *testing.T) {
 	}
 }
 
-const clickTree = `<desktop-frame xmlns:cp="uri:deskat:component.at-spi.gnome.org" name="main">
+const clickTree = `<desktop-frame xmlns:cp="https://accessibility.ubuntu.example.org/ns/component" name="main">
 <application name="Zenity"><frame name="Question" cp:screencoord="(100, 200)" cp:size="(400, 300)">
 <push-button name="Cancel" cp:screencoord="(300, 450)" cp:size="(80, 30)"></push-button>
 <push-button name="OK" cp:screencoord="(400, 450)" cp:size="(81, 31)"></push-button>
@@ -96,6 +96,14 @@ func TestClickCode(t *testing.T) {
 	code, err = clickCode(clickTree, ElementClick{Role: "frame", Name: "Question", Clicks: 2, Button: "right"})
 	if want := `import pyautogui; pyautogui.click(300, 350, clicks=2, button="right")`; err != nil || code != want {
 		t.Errorf("clickCode = %q, %v; want %q", code, err, want)
+	}
+	code, err = clickCode(clickTree, ElementClick{Role: "frame", Name: "Question", Clicks: 2, Above: 12})
+	if want := `import pyautogui; pyautogui.click(300, 188, clicks=2, button="left")`; err != nil || code != want {
+		t.Errorf("clickCode above = %q, %v; want %q", code, err, want)
+	}
+	old := strings.ReplaceAll(clickTree, "https://accessibility.ubuntu.example.org/ns/component", "uri:deskat:component.at-spi.gnome.org")
+	if code, err := clickCode(old, ElementClick{Role: "push-button", Name: "Cancel"}); err != nil || !strings.Contains(code, "click(340, 465,") {
+		t.Errorf("clickCode in a tree of OSWorld's older namespace = %q, %v", code, err)
 	}
 	for _, c := range []ElementClick{{Role: "push-button", Name: "Nope"}, {Role: "push-button", Name: "Hidden"}, {Role: "label", Name: "Plain"}} {
 		if code, err := clickCode(clickTree, c); err == nil {
