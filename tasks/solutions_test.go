@@ -36,6 +36,9 @@ func TestReferenceSolutionsParse(t *testing.T) {
 		if json.Unmarshal(b, &f) != nil || f.Note == "" {
 			t.Errorf("%s has no note saying what it does", p)
 		}
+		if strings.Contains(string(b), "{SCREEN_") || strings.Contains(string(b), "{CLIENT_PASSWORD}") {
+			t.Errorf("%s uses a setup placeholder, which DesktopEnv.step does not substitute", p)
+		}
 		for i, a := range acts {
 			if a.Code == ActionFail && i != len(acts)-1 {
 				t.Errorf("%s: FAIL is not its last action", p)
