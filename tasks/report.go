@@ -272,7 +272,7 @@ func totalsOf(name string, rs []Result) domainTotals {
 		}
 		if x.Solution != nil && x.Solution.Outcome == SolutionSolved {
 			d.Solved++
-		} else if x.Solution != nil {
+		} else if x.Solution != nil && x.Solution.Outcome == SolutionFailed {
 			d.Unsolved++
 		}
 		switch {

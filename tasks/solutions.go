@@ -49,6 +49,9 @@ func referenceSolution(domain, id string) ([]Action, error) {
 const (
 	SolutionSolved = "solved" // 0 before acting, 1 after the solution
 	SolutionFailed = "failed" // the solution did not take the score from 0 to 1
+	// SolutionUnscored: the solution ran, but the task's metric or getter
+	// is not native and this run is not through OSWorld's DesktopEnv.
+	SolutionUnscored = "unscored"
 )
 
 // SolutionResult is what a task's solution did to its score.
@@ -70,6 +73,8 @@ func solutionOutcome(before *float64, after *Evaluation, err error) *SolutionRes
 		}
 	}
 	switch {
+	case after.Score == nil && len(after.NotNative) > 0:
+		return &SolutionResult{Outcome: SolutionUnscored, Reason: after.summary()}
 	case after.Score == nil:
 		return &SolutionResult{Outcome: SolutionFailed, Reason: joinReason(append([]string{"no score after the solution"}, why...)...)}
 	case *after.Score != 1:
@@ -88,6 +93,8 @@ func solutionText(r Result) string {
 		return "none"
 	case r.Solution.Outcome == SolutionSolved:
 		return "solved (" + scoresText(r) + ")"
+	case r.Solution.Outcome == SolutionUnscored:
+		return "ran, not scored: " + r.Solution.Reason
 	}
 	return "failed: " + r.Solution.Reason
 }

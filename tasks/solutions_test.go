@@ -129,9 +129,10 @@ func TestSolutionOutcome(t *testing.T) {
 		{one, &Evaluation{Score: one}, nil, SolutionFailed},
 		{nil, &Evaluation{Score: one}, nil, SolutionFailed},
 		{zero, nil, errors.New("action 1 exited 1"), SolutionFailed},
+		{nil, &Evaluation{NotNative: []string{"metric:compare_table"}}, nil, SolutionUnscored},
 	} {
 		got := solutionOutcome(c.before, c.after, c.err)
-		if got.Outcome != c.want || (c.want == SolutionFailed && got.Reason == "") {
+		if got.Outcome != c.want || (c.want != SolutionSolved && got.Reason == "") {
 			t.Errorf("solutionOutcome(%v, %+v, %v) = %+v, want %s with a reason", c.before, c.after, c.err, got, c.want)
 		}
 	}
