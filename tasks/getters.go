@@ -715,7 +715,13 @@ func getOpenTabsInfo(ctx context.Context, e *Env, _ Getter) (any, error) {
 // getters select on.
 type a11yNode struct {
 	tag, name, text string
-	children        []*a11yNode
+	// coord and size are the cp:screencoord and cp:size attributes,
+	// "(x, y)" and "(width, height)", in whichever component namespace the
+	// tree binds cp to (guestd, like OSWorld's server today, writes
+	// https://accessibility.ubuntu.example.org/ns/component; OSWorld's
+	// getters still name uri:deskat:component.at-spi.gnome.org).
+	coord, size string
+	children    []*a11yNode
 }
 
 // parseA11y reads the accessibility XML into a tree of tags, names and
@@ -736,8 +742,13 @@ func parseA11y(doc string) (*a11yNode, error) {
 		case xml.StartElement:
 			n := &a11yNode{tag: t.Name.Local}
 			for _, a := range t.Attr {
-				if a.Name.Space == "" && a.Name.Local == "name" {
+				switch {
+				case a.Name.Space == "" && a.Name.Local == "name":
 					n.name = a.Value
+				case strings.Contains(a.Name.Space, "component") && a.Name.Local == "screencoord":
+					n.coord = a.Value
+				case strings.Contains(a.Name.Space, "component") && a.Name.Local == "size":
+					n.size = a.Value
 				}
 			}
 			if len(stack) > 0 {
@@ -779,9 +790,10 @@ func (n *a11yNode) find(tag, name string, out []*a11yNode) []*a11yNode {
 }
 
 // chromeAppNames are the AT-SPI application names of the browser. OSWorld's
-// x86 VM runs Google Chrome; a drums desktop runs Chromium (as
-// google-chrome), which registers as "Chromium", the name OSWorld uses on
-// its ARM VMs.
+// x86 VM runs Google Chrome; a drums desktop of the osworld image runs
+// Chromium (as google-chrome), which the image makes answer as "Google
+// Chrome" (sessions/images: chromeNameSource); "Chromium" is the name
+// OSWorld uses on its ARM VMs, and Chromium's own elsewhere.
 var chromeAppNames = []string{"Google Chrome", "Chromium"}
 
 // getActiveURLFromAccessTree is get_active_url_from_accessTree: the text of

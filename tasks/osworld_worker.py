@@ -9,6 +9,8 @@
 #     | {"path", "settle"} ------------------------> | reset(task) = setup
 #     |                                              | _get_obs()
 #     | <--- {"setup_ok", "score", ...}             | evaluate() before acting
+#     |    (with "solution": [actions]: env.step of  | each action, evaluate()
+#     |     each, then "score_after")                | again
 #     | {"metric": {"func", "result", ...}} -------> | metrics.<func>(...)
 #     | <--- {"metric_score"} or {"metric_raised"}   |
 #     | stdin closed -----------------------------> | env.close()
@@ -47,6 +49,48 @@ def metric_call(m):
         return {"metric_score": float(func(*args, **(m.get("options") or {})))}
     except BaseException as exc:
         return {"metric_raised": describe(exc)}
+
+
+def element_centre(tree, role, name):
+    """The centre of the first element with tag role and name attribute
+    name in the accessibility tree, and its height (drums' tasks/element.go
+    does the same for the native runner)."""
+    import lxml.etree
+
+    for el in lxml.etree.fromstring(tree.encode()).iter(role):
+        if el.get("name") != name:
+            continue
+        # cp:screencoord and cp:size, whichever component URI the tree
+        # binds cp to.
+        cp = {lxml.etree.QName(k).localname: v for k, v in el.attrib.items() if "component" in (lxml.etree.QName(k).namespace or "")}
+        x, y = (int(v) for v in cp.get("screencoord", "").strip("()").split(","))
+        w, h = (int(v) for v in cp.get("size", "").strip("()").split(","))
+        if w <= 0 or h <= 0:
+            raise ValueError("%s %r is not on the screen" % (role, name))
+        return x + w // 2, y + h // 2, h
+    raise ValueError("no %s named %r in the accessibility tree" % (role, name))
+
+
+def solve(env, actions):
+    """Sends a solution's actions as an agent would: env.step of pyautogui
+    code or WAIT/DONE/FAIL; a click on an accessibility element becomes a
+    click at its centre in the tree observed just before it; a setup-style
+    step runs through the setup controller."""
+    for i, a in enumerate(actions):
+        try:
+            if isinstance(a, dict) and "click" in a:
+                c = a["click"]
+                x, y, h = element_centre(env.controller.get_accessibility_tree(), c["role"], c.get("name", ""))
+                if c.get("above"):
+                    y -= h // 2 + c["above"]
+                a = "import pyautogui; pyautogui.click(%d, %d, clicks=%d, button=%r)" % (
+                    x, y, c.get("clicks") or 1, c.get("button") or "left")
+            if isinstance(a, dict):
+                env.setup_controller.setup([a])
+            else:
+                env.step(a)
+        except BaseException as exc:
+            raise RuntimeError("action %d: %s" % (i + 1, describe(exc))) from exc
 
 
 def main():
@@ -93,6 +137,22 @@ def main():
                             res["details"] = json.loads(json.dumps(details, default=str))
                     except BaseException as exc:
                         res["eval_error"] = describe(exc)
+                    if req.get("solution"):
+                        try:
+                            if (task.get("evaluator") or {}).get("postconfig"):
+                                # evaluate() ran the postconfig (a save, an
+                                # application restarted): the agent starts
+                                # from a desktop reset and set up again.
+                                env.is_environment_used = True
+                                env.reset(task_config=task)
+                                time.sleep(req.get("settle", 0))
+                            solve(env, req["solution"])
+                            try:
+                                res["score_after"] = float(env.evaluate())
+                            except BaseException as exc:
+                                res["after_error"] = describe(exc)
+                        except BaseException as exc:
+                            res["solution_error"] = describe(exc)
             except BaseException as exc:
                 res["error"] = describe(exc)
                 res["trace"] = traceback.format_exc()[-3000:]

@@ -54,6 +54,12 @@ func (p *TextProgress) Done(r Result) {
 	if r.ScoreBefore != nil {
 		score = " score_before=" + pyvalue.Repr(*r.ScoreBefore)
 	}
+	if r.Solution != nil {
+		score += " solution " + r.Solution.Outcome
+		if r.ScoreAfter != nil {
+			score += " score_after=" + pyvalue.Repr(*r.ScoreAfter)
+		}
+	}
 	fmt.Fprintf(p.w, "[%d/%d] %s/%s %s%s %.1fs\n", p.done, p.total, r.Domain, r.ID, r.Status, score, r.Seconds)
 }
 

@@ -102,6 +102,23 @@ type pyAnswer struct {
 	EvalError       string   `json:"eval_error"`
 	Error           string   `json:"error"`
 	Seconds         float64  `json:"seconds"`
+	// The task's solution, where the request had one: why it did not run
+	// to its end, or the score after it (or why evaluate() raised).
+	SolutionError string   `json:"solution_error"`
+	ScoreAfter    *float64 `json:"score_after"`
+	AfterError    string   `json:"after_error"`
+}
+
+// solution judges the task's solution from the answer.
+func (a *pyAnswer) solution() *SolutionResult {
+	if a.SolutionError != "" {
+		return solutionOutcome(a.Score, nil, errors.New(a.SolutionError))
+	}
+	ev := &Evaluation{Score: a.ScoreAfter}
+	if a.AfterError != "" {
+		ev.Error = "evaluate() raised " + a.AfterError
+	}
+	return solutionOutcome(a.Score, ev, nil)
 }
 
 // pyWorker is one running worker process.
@@ -303,7 +320,7 @@ func (r *Runner) pythonOne(ctx context.Context, w *pyWorker, p *planned) bool {
 		r.finish(&p.res, StatusFailed, "file cache for OSWorld's cache_dir: "+err.Error())
 		return true
 	}
-	req, _ := json.Marshal(map[string]any{"path": p.task.Path, "settle": r.cfg.Settle.Seconds()})
+	req, _ := json.Marshal(map[string]any{"path": p.task.Path, "settle": r.cfg.Settle.Seconds(), "solution": p.task.Solution})
 	if _, err := w.in.Write(append(req, '\n')); err != nil {
 		p.res.Status, p.res.Reason = StatusFailed, "osworld worker: "+err.Error()
 		return false
@@ -328,6 +345,10 @@ func (r *Runner) pythonOne(ctx context.Context, w *pyWorker, p *planned) bool {
 	p.res.ObservationOK = bptr(obs.OK())
 	p.res.ScoreBefore = a.Score
 	p.res.Evaluator = EvaluatorOSWorld
+	if len(p.task.Solution) > 0 {
+		p.res.Solution = a.solution()
+		p.res.ScoreAfter = a.ScoreAfter
+	}
 	if a.EvalError == "" {
 		p.res.GettersOK = bptr(true)
 	} else {

@@ -50,14 +50,16 @@ type Result struct {
 	// Python) or EvaluatorNative (drums' Go metrics, no OSWorld checkout
 	// given); "" when no metric ran.
 	Evaluator string `json:"evaluator,omitempty"`
-	// ScoreAfter is the score after a built-in task's solution.
-	ScoreAfter  *float64     `json:"score_after,omitempty"`
-	Seconds     float64      `json:"seconds"`
-	Setup       []StepResult `json:"setup,omitempty"`
-	Observation *Observation `json:"observation,omitempty"`
-	Evaluation  *Evaluation  `json:"evaluation,omitempty"`
-	After       *Evaluation  `json:"evaluation_after,omitempty"`
-	Desktop     string       `json:"desktop,omitempty"`
+	// ScoreAfter is the score after the task's solution.
+	ScoreAfter *float64 `json:"score_after,omitempty"`
+	// Solution is what the task's solution did; nil: it has none.
+	Solution    *SolutionResult `json:"solution,omitempty"`
+	Seconds     float64         `json:"seconds"`
+	Setup       []StepResult    `json:"setup,omitempty"`
+	Observation *Observation    `json:"observation,omitempty"`
+	Evaluation  *Evaluation     `json:"evaluation,omitempty"`
+	After       *Evaluation     `json:"evaluation_after,omitempty"`
+	Desktop     string          `json:"desktop,omitempty"`
 }
 
 // Observation is what DesktopEnv._get_obs() returned after the setup.
@@ -260,8 +262,10 @@ type domainTotals struct {
 	Tasks    int
 	ByStatus []int // in Statuses' order
 	// SetupOK counts setups that ran; ScoreZero, ScorePositive and NoScore
-	// the scores before acting.
+	// the scores before acting; Solved and Unsolved the reference solutions
+	// by outcome.
 	SetupOK, ScoreZero, ScorePositive, NoScore int
+	Solved, Unsolved                           int
 }
 
 func totalsOf(name string, rs []Result) domainTotals {
@@ -273,6 +277,11 @@ func totalsOf(name string, rs []Result) domainTotals {
 	for _, x := range rs {
 		if x.SetupOK != nil && *x.SetupOK {
 			d.SetupOK++
+		}
+		if x.Solution != nil && x.Solution.Outcome == SolutionSolved {
+			d.Solved++
+		} else if x.Solution != nil && x.Solution.Outcome == SolutionFailed {
+			d.Unsolved++
 		}
 		switch {
 		case x.ScoreBefore == nil:
@@ -321,27 +330,27 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 	for _, s := range Statuses {
 		b.WriteString(" " + s + " |")
 	}
-	b.WriteString(" setup ok | score before 0 | score before >0 | no score |\n|---|---:|")
+	b.WriteString(" setup ok | score before 0 | score before >0 | no score | solved by its solution | solution failed |\n|---|---:|")
 	for range Statuses {
 		b.WriteString("---:|")
 	}
-	b.WriteString("---:|---:|---:|---:|\n")
+	b.WriteString("---:|---:|---:|---:|---:|---:|\n")
 	row := func(d domainTotals) {
 		fmt.Fprintf(&b, "| %s | %d |", d.Name, d.Tasks)
 		for _, n := range d.ByStatus {
 			fmt.Fprintf(&b, " %d |", n)
 		}
-		fmt.Fprintf(&b, " %d | %d | %d | %d |\n", d.SetupOK, d.ScoreZero, d.ScorePositive, d.NoScore)
+		fmt.Fprintf(&b, " %d | %d | %d | %d | %d | %d |\n", d.SetupOK, d.ScoreZero, d.ScorePositive, d.NoScore, d.Solved, d.Unsolved)
 	}
 	for _, d := range names {
 		row(totalsOf(d, domains[d]))
 	}
 	row(totalsOf("**all**", r.Results))
-	b.WriteString("\n## Tasks\n\n| domain | id | status | setup | obs | getters | score before | evaluator | s | reason |\n|---|---|---|---|---|---|---:|---|---:|---|\n")
+	b.WriteString("\n## Tasks\n\n| domain | id | status | setup | obs | getters | score before | evaluator | reference solution | s | reason |\n|---|---|---|---|---|---|---:|---|---|---:|---|\n")
 	for _, d := range names {
 		for _, x := range domains[d] {
-			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s | %s | %s | %.1f | %s |\n", x.Domain, x.ID, x.Status,
-				boolText3(x.SetupOK), boolText3(x.ObservationOK), boolText3(x.GettersOK), scoresText(x), cmp.Or(x.Evaluator, "–"), x.Seconds, mdCell(x.Reason, 240))
+			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s | %s | %s | %s | %.1f | %s |\n", x.Domain, x.ID, x.Status,
+				boolText3(x.SetupOK), boolText3(x.ObservationOK), boolText3(x.GettersOK), scoresText(x), cmp.Or(x.Evaluator, "–"), mdCell(solutionText(x), 160), x.Seconds, mdCell(x.Reason, 240))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -58,6 +58,7 @@ type htmlDomain struct {
 type htmlTask struct {
 	Anchor, Domain, ID, Status, Reason string
 	Scores, Seconds, Desktop           string
+	Solution                           string // solutionText; "" for none
 	Setup, Observation, Getters        string
 	Shots                              []htmlFile
 	Tree                               *htmlTree
@@ -146,6 +147,9 @@ func htmlTaskOf(x Result, link func(string) (string, string)) htmlTask {
 		Anchor: "t-" + x.Domain + "-" + x.ID, Domain: x.Domain, ID: x.ID, Status: x.Status, Reason: x.Reason,
 		Scores: scoresText(x), Desktop: x.Desktop,
 		Setup: boolText3(x.SetupOK), Observation: boolText3(x.ObservationOK), Getters: boolText3(x.GettersOK),
+	}
+	if x.Solution != nil {
+		t.Solution = solutionText(x)
 	}
 	if x.Seconds > 0 { // 0: classified without running
 		t.Seconds = strconv.FormatFloat(x.Seconds, 'f', 1, 64)

@@ -79,14 +79,19 @@ func (p htmlPage) write(b *strings.Builder) {
 	for _, s := range p.Statuses {
 		fmt.Fprintf(b, "<th class=\"n\">%s</th>", escText(s.Name))
 	}
-	b.WriteString("<th class=\"n\">setup ok</th><th class=\"n\">score before 0</th><th class=\"n\">score before &gt;0</th><th class=\"n\">no score</th></tr>\n")
+	b.WriteString("<th class=\"n\">setup ok</th><th class=\"n\">score before 0</th><th class=\"n\">score before &gt;0</th><th class=\"n\">no score</th>")
+	solutions := p.All.Solved+p.All.Unsolved > 0
+	if solutions {
+		b.WriteString("<th class=\"n\">solved by its solution</th><th class=\"n\">solution failed</th>")
+	}
+	b.WriteString("</tr>\n")
 	for _, d := range p.Totals {
 		fmt.Fprintf(b, "<tr><td><a href=\"#d-%s\">%s</a></td>", escFragment(d.Name), escText(d.Name))
-		d.writeCounts(b)
+		d.writeCounts(b, solutions)
 		b.WriteString("</tr>\n")
 	}
 	b.WriteString("<tr><th>all</th>")
-	p.All.writeCounts(b)
+	p.All.writeCounts(b, solutions)
 	b.WriteString("</tr>\n</table>\n\n<h2>Tasks</h2>\n")
 
 	for _, d := range p.Domains {
@@ -99,13 +104,17 @@ func (p htmlPage) write(b *strings.Builder) {
 	b.WriteString("</body>\n</html>\n")
 }
 
-// writeCounts writes a row's cells after its name.
-func (d domainTotals) writeCounts(b *strings.Builder) {
+// writeCounts writes a row's cells after its name, the solutions' counts
+// when the run had solutions.
+func (d domainTotals) writeCounts(b *strings.Builder, solutions bool) {
 	fmt.Fprintf(b, "<td class=\"n\">%d</td>", d.Tasks)
 	for _, n := range d.ByStatus {
 		fmt.Fprintf(b, "<td class=\"n\">%d</td>", n)
 	}
 	fmt.Fprintf(b, "<td class=\"n\">%d</td><td class=\"n\">%d</td><td class=\"n\">%d</td><td class=\"n\">%d</td>", d.SetupOK, d.ScoreZero, d.ScorePositive, d.NoScore)
+	if solutions {
+		fmt.Fprintf(b, "<td class=\"n\">%d</td><td class=\"n\">%d</td>", d.Solved, d.Unsolved)
+	}
 }
 
 func (c htmlChart) write(b *strings.Builder) {
@@ -136,6 +145,9 @@ func (t htmlTask) write(b *strings.Builder) {
 	b.WriteString("</h4>\n")
 	if t.Reason != "" {
 		fmt.Fprintf(b, "<p class=\"reason\">%s</p>\n", escText(t.Reason))
+	}
+	if t.Solution != "" {
+		fmt.Fprintf(b, "<p class=\"solution\">reference solution: %s</p>\n", escText(t.Solution))
 	}
 	fmt.Fprintf(b, "<p class=\"meta\">setup ok: %s, observation ok: %s, getters ok: %s", escText(t.Setup), escText(t.Observation), escText(t.Getters))
 	if t.Desktop != "" {

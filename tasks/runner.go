@@ -286,7 +286,7 @@ func (r *Runner) worker(ctx context.Context, d *Desktop, work <-chan *planned, r
 			p.res.Status, p.res.Reason = StatusFailed, "no desktop: "+err.Error()
 		} else {
 			fresh = false
-			r.runOne(ctx, *d, p)
+			r.runOne(ctx, d, p)
 		}
 		results[p.idx] = p.res
 		r.progress.Done(p.res)
@@ -316,9 +316,10 @@ func (r *Runner) ensureDesktop(ctx context.Context, d **Desktop, fresh bool) err
 	return nil
 }
 
-// runOne runs a task natively; a panic becomes a failed result, never a
-// crashed runner.
-func (r *Runner) runOne(ctx context.Context, d Desktop, p *planned) {
+// runOne runs a task natively on *d (which a revert for the task's
+// solution may replace); a panic becomes a failed result, never a crashed
+// runner.
+func (r *Runner) runOne(ctx context.Context, d *Desktop, p *planned) {
 	start := time.Now()
 	p.res.Desktop = d.ID
 	defer func() {
@@ -330,9 +331,12 @@ func (r *Runner) runOne(ctx context.Context, d Desktop, p *planned) {
 	}()
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.TaskTimeout)
 	defer cancel()
-	env := r.env(d, p.task)
+	env := r.env(*d, p.task)
 	defer env.Guest.Close()
 	r.episode(ctx, env, p.task, &p.res)
+	if len(p.task.Solution) > 0 && solvesAfresh(p.task) && p.res.Status != StatusFailed {
+		r.solveAfresh(ctx, d, p.task, &p.res)
+	}
 	if ctx.Err() != nil && p.res.Status != StatusFailed {
 		p.res.Status = StatusFailed
 		p.res.Reason = joinReason(fmt.Sprintf("timed out after %s", r.cfg.TaskTimeout), p.res.Reason)
@@ -385,17 +389,11 @@ func (r *Runner) episode(ctx context.Context, env *Env, t *Task, res *Result) {
 	if len(ev.Getters) > 0 {
 		res.GettersOK = bptr(ev.GettersOK())
 	}
-	if len(t.Solution) > 0 {
-		if err := Solve(ctx, env, t.Solution, StepPause); err != nil {
+	if len(t.Solution) > 0 && !solvesAfresh(t) {
+		if err := r.solve(ctx, env, t, res, obs.OK()); err != nil {
 			r.finish(res, StatusFailed, "solution: "+err.Error())
 			return
 		}
-		after := env.Evaluate(ctx, t, false)
-		if obs.OK() {
-			after.Screenshot = r.snapshot(ctx, env, t, ".solved.png")
-		}
-		res.After = &after
-		res.ScoreAfter = after.Score
 	}
 	if !obs.OK() {
 		r.finish(res, StatusFailed, "observation: "+obs.describe())
@@ -430,6 +428,56 @@ func (r *Runner) episode(ctx context.Context, env *Env, t *Task, res *Result) {
 		}
 	}
 	r.finish(res, status, joinReason(reasons...))
+}
+
+// solvesAfresh says whether a task's solution needs a desktop of its own,
+// set up again: the evaluation before acting ran the evaluator's
+// postconfig (a save with ctrl+s, an application closed or restarted),
+// which leaves the desktop in a state OSWorld's agent never starts from.
+func solvesAfresh(t *Task) bool { return len(t.Evaluator.Postconfig) > 0 }
+
+// solveAfresh reverts the desktop, sets the task up again, waits as
+// before the observation, and runs the solution and the evaluation after
+// it (DesktopEnv.reset, the agent's steps, evaluate).
+func (r *Runner) solveAfresh(ctx context.Context, d *Desktop, t *Task, res *Result) {
+	fail := func(what string, err error) {
+		res.Solution = solutionOutcome(res.ScoreBefore, nil, fmt.Errorf("%s: %w", what, err))
+	}
+	nd, err := r.desktops.Revert(ctx, d.ID)
+	if err != nil {
+		fail("revert the desktop for the solution", err)
+		return
+	}
+	*d = nd
+	env := r.env(nd, t)
+	defer env.Guest.Close()
+	if _, err := env.Setup(ctx, t.Config); err != nil {
+		fail("set the task up again for the solution", err)
+		return
+	}
+	if err := ctxtime.Sleep(ctx, r.cfg.Settle); err != nil {
+		fail("settle", err)
+		return
+	}
+	_ = r.solve(ctx, env, t, res, true)
+}
+
+// solve runs the task's solution and evaluates again (after it the
+// screenshot, where shots), recording the outcome in res; the error is the
+// solution's, when it did not run to its end.
+func (r *Runner) solve(ctx context.Context, env *Env, t *Task, res *Result, shots bool) error {
+	if err := Solve(ctx, env, t.Solution, StepPause); err != nil {
+		res.Solution = solutionOutcome(res.ScoreBefore, nil, err)
+		return err
+	}
+	after := env.Evaluate(ctx, t, lastFails(t.Solution))
+	if shots {
+		after.Screenshot = r.snapshot(ctx, env, t, ".solved.png")
+	}
+	res.After = &after
+	res.ScoreAfter = after.Score
+	res.Solution = solutionOutcome(res.ScoreBefore, &after, nil)
+	return nil
 }
 
 // finish sets the status, keeping needs-live-web for tasks that need the
@@ -570,9 +618,11 @@ func contains(l []string, s string) bool {
 	return false
 }
 
-// Solve runs a built-in task's solution: pyautogui commands as
-// DesktopEnv.step sends them, each followed by pause (DesktopEnv: 2 s),
-// shell steps through the setup controller.
+// Solve runs a task's solution: pyautogui commands as DesktopEnv.step
+// sends them, each followed by pause (DesktopEnv: 2 s); a click on an
+// accessibility element at its centre in the tree observed just before it;
+// DesktopEnv.step's WAIT as a pause, DONE and FAIL as nothing to run (the
+// evaluation reads FAIL); shell steps through the setup controller.
 func Solve(ctx context.Context, env *Env, actions []Action, pause time.Duration) error {
 	for i, a := range actions {
 		if a.Step != nil {
@@ -581,16 +631,35 @@ func Solve(ctx context.Context, env *Env, actions []Action, pause time.Duration)
 			}
 			continue
 		}
-		code, err := Substitute(a.Code, env.Screen)
-		if err != nil {
-			return fmt.Errorf("action %d: %w", i+1, err)
+		var code string
+		switch a.Code {
+		case ActionDone, ActionFail:
+			continue
+		case ActionWait:
+		default:
+			c, err := Substitute(a.Code, env.Screen)
+			if err != nil {
+				return fmt.Errorf("action %d: %w", i+1, err)
+			}
+			code = c.(string)
 		}
-		res, err := env.Guest.ExecutePython(ctx, code.(string))
-		if err != nil {
-			return fmt.Errorf("action %d: %w", i+1, err)
+		if a.Click != nil {
+			tree, err := env.Guest.Accessibility(ctx)
+			if err != nil {
+				return fmt.Errorf("action %d: accessibility tree: %w", i+1, err)
+			}
+			if code, err = clickCode(tree, *a.Click); err != nil {
+				return fmt.Errorf("action %d: %w", i+1, err)
+			}
 		}
-		if res.ReturnCode != 0 {
-			return fmt.Errorf("action %d exited %d: %s", i+1, res.ReturnCode, strings.TrimSpace(res.Error))
+		if code != "" {
+			res, err := env.Guest.ExecutePython(ctx, code)
+			if err != nil {
+				return fmt.Errorf("action %d: %w", i+1, err)
+			}
+			if res.ReturnCode != 0 {
+				return fmt.Errorf("action %d exited %d: %s", i+1, res.ReturnCode, strings.TrimSpace(res.Error))
+			}
 		}
 		if err := ctxtime.Sleep(ctx, pause); err != nil {
 			return err

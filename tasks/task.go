@@ -20,8 +20,10 @@ type Task struct {
 	RelatedApps []string  `json:"related_apps"`
 	Evaluator   Evaluator `json:"evaluator"`
 	Proxy       bool      `json:"proxy"`
-	// Solution is drums' extension for its built-in tasks: the actions that
-	// solve the task, as an agent would send them. OSWorld ignores it.
+	// Solution is drums' extension: the actions that solve the task, as an
+	// agent would send them. OSWorld ignores it. Built-in tasks carry theirs;
+	// an OSWorld task read by LoadTask gets its reference solution from
+	// tasks/solutions.
 	Solution []Action `json:"solution,omitempty"`
 
 	// Domain is the suite's key the task was listed under.
@@ -256,6 +258,11 @@ func LoadTask(dir, domain, id string) (*Task, error) {
 		return nil, fmt.Errorf("parse task %s: %w: id %q does not match the file name", p, ErrBadTask, t.ID)
 	}
 	t.Domain, t.Path = domain, p
+	if len(t.Solution) == 0 {
+		if t.Solution, err = referenceSolution(domain, id); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
 }
 

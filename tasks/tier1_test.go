@@ -312,3 +312,54 @@ func TestTier1ChromiumTabs(t *testing.T) {
 		t.Errorf("is_expected_tabs = %v, %v", s, err)
 	}
 }
+
+// TestTier1ChromeAnswersAsGoogleChrome starts google-chrome as OSWorld's
+// chrome tasks do and checks that its accessibility tree names the
+// application "Google Chrome", with the address bar in it, which OSWorld's
+// get_active_url_from_accessTree selects on x86-64 (the osworld image's
+// preloaded library; see sessions/images chromeNameSource).
+func TestTier1ChromeAnswersAsGoogleChrome(t *testing.T) {
+	if !testimage.InImage(t, "osworld") {
+		return
+	}
+	d, e := tier1Desktop(t, "google-chrome")
+	ctx := ctxFor(t, 3*time.Minute)
+	port := strconv.Itoa(freePort(t))
+	t.Cleanup(func() {
+		_, _ = e.Guest.Execute(context.Background(), "/execute", []string{"pkill", "-f", "remote-debugging-port=" + port}, false)
+	})
+	if _, err := e.Setup(ctx, []Step{step("launch", map[string]any{"command": []any{"google-chrome", "--remote-debugging-port=" + port}})}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testutil.WaitWindow(ctx, d.X.Display, "chromium"); err != nil {
+		t.Fatalf("no browser window: %v", err)
+	}
+	// The window maps before the browser's views register with AT-SPI:
+	// read the tree until its application node holds the address bar.
+	var tree string
+	for {
+		var err error
+		if tree, err = e.Guest.Accessibility(ctx); err != nil {
+			t.Fatal(err)
+		}
+		root, err := parseA11y(tree)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bars []*a11yNode
+		for _, app := range root.find("application", "Google Chrome", nil) {
+			bars = app.find("entry", "Address and search bar", bars)
+		}
+		if len(bars) > 0 {
+			if chromium := root.find("application", "Chromium", nil); len(chromium) > 0 {
+				t.Errorf("the tree also has an application named Chromium")
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no application named Google Chrome with an address bar in the tree:\n%s", tree)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

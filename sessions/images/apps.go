@@ -184,12 +184,54 @@ for f in /etc/chromium.d/*; do
 	esac
 done
 export CHROME_WRAPPER=/usr/local/bin/google-chrome CHROME_DESKTOP=chromium.desktop
+[ ! -e ` + "/" + chromeNameShim + ` ] || export LD_PRELOAD="` + "/" + chromeNameShim + `${LD_PRELOAD:+ $LD_PRELOAD}"
 exec /` + chromeInSession + ` $CHROMIUM_FLAGS --no-first-run --no-default-browser-check \
 	--no-sandbox --test-type --password-store=basic --disable-features=LocalNetworkAccessChecks "$@"
+`
+
+// chromeNameSource is the library the launcher preloads so that Chromium's
+// accessibility tree names its application "Google Chrome", as OSWorld's
+// getters look for it (get_active_url_from_accessTree selects
+// application[name=Google\ Chrome] on x86-64). Chromium's AT-SPI
+// application is the root ATK object of views' AuraLinuxApplication, whose
+// name is ViewsDelegate::GetApplicationName(), which Chrome's delegate
+// answers with version_info::GetProductName(): PRODUCT_NAME, a constant
+// compiled into the binary ("Chromium" in Debian's build, "Google Chrome"
+// in Google's), which no flag, environment variable or resource changes.
+// AT-SPI's ATK bridge (libatk-bridge, a library of its own) asks the name
+// through libatk's atk_object_get_name; this library interposes that one
+// function and answers "Google Chrome" for the root object only, and only
+// where Chromium says "Chromium", so every other name, and every other
+// program the browser starts, is what it was.
+const chromeNameSource = `/* drums: Chromium's AT-SPI application answers as Google Chrome. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <string.h>
+
+typedef struct _AtkObject AtkObject;
+
+const char *atk_object_get_name(AtkObject *obj)
+{
+	static const char *(*real)(AtkObject *);
+	static AtkObject *(*root)(void);
+	const char *name;
+
+	if (!real) {
+		real = (const char *(*)(AtkObject *))dlsym(RTLD_NEXT, "atk_object_get_name");
+		root = (AtkObject *(*)(void))dlsym(RTLD_NEXT, "atk_get_root");
+	}
+	if (!real)
+		return NULL;
+	name = real(obj);
+	if (name && root && strcmp(name, "Chromium") == 0 && obj == root())
+		return "Google Chrome";
+	return name;
+}
 `
 
 // Debian's Chromium binary, and its hard link under Chrome's name.
 const (
 	chromiumBinary  = "usr/lib/chromium/chromium"
 	chromeInSession = "usr/lib/chromium/chrome"
+	chromeNameShim  = "usr/local/lib/drums/chrome-name.so"
 )

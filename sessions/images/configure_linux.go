@@ -2,10 +2,12 @@ package images
 
 import (
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,6 +120,9 @@ func (t tree) chrome() error {
 	if err := os.Link(filepath.Join(t.root, chromiumBinary), dst); err != nil {
 		return fmt.Errorf("link Chromium as chrome: %w", err)
 	}
+	if err := t.chromeName(); err != nil {
+		return err
+	}
 	// Debian's Chromium reads its first-run preferences here (the first
 	// name found wins); Debian's own set content settings and browser
 	// options that a fresh Chrome profile does not have.
@@ -132,6 +137,36 @@ func (t tree) chrome() error {
 // users rewrites passwd, group, shadow and gshadow: the image's entries,
 // minus any other uid 1000 or "user", plus the user and its group
 // memberships.
+// chromeName builds the library that makes Chromium's accessibility tree
+// name its application "Google Chrome" (see chromeNameSource) with the
+// host's C compiler (scripts/deps installs it), for an image of the host's
+// architecture; an image of another one goes without it (the launcher
+// preloads it only where it exists), and its browser answers as Chromium.
+func (t tree) chromeName() error {
+	bin, err := elf.Open(filepath.Join(t.root, chromiumBinary))
+	if err != nil {
+		return fmt.Errorf("read Chromium's binary: %w", err)
+	}
+	machine := bin.Machine
+	bin.Close()
+	if machine != hostMachine[runtime.GOARCH] {
+		return nil
+	}
+	if err := t.mkdirs(filepath.Dir(chromeNameShim)); err != nil {
+		return err
+	}
+	cmd := exec.Command("cc", "-shared", "-fPIC", "-O2", "-Wall", "-Werror",
+		"-o", filepath.Join(t.root, chromeNameShim), "-x", "c", "-")
+	cmd.Stdin = strings.NewReader(chromeNameSource)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s (a C compiler is needed: scripts/deps): %w: %s", chromeNameShim, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// hostMachine is the ELF machine of each architecture drums runs on.
+var hostMachine = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+
 func (t tree) users() error {
 	read := func(name string) ([]string, error) {
 		data, err := t.readFile("etc/" + name)
