@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drums-dev/drums/internal/pyvalue"
+	"github.com/drums-dev/drums/internal/term"
 )
 
 // TextProgress reports a run on w: a redrawn bar on a terminal, one line per
@@ -27,7 +28,7 @@ var _ Progress = (*TextProgress)(nil)
 
 // NewTextProgress writes to f, as a bar when f is a terminal.
 func NewTextProgress(f *os.File) *TextProgress {
-	return &TextProgress{w: f, bar: IsTerminal(f), counts: map[string]int{}}
+	return &TextProgress{w: f, bar: term.IsTerminal(f), counts: map[string]int{}}
 }
 
 // Start begins the run.
