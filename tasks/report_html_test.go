@@ -166,7 +166,8 @@ func TestReportFilesRoundTrip(t *testing.T) {
 // report --html makes of their report.json and run.json today, and
 // parses. -update rewrites them after a change to the page.
 func TestKeptReportsHTML(t *testing.T) {
-	for _, dir := range []string{"report", filepath.Join("report", "osworld")} {
+	for _, dir := range []string{"report", filepath.Join("report", "osworld"),
+		filepath.Join("report", "solutions", "native"), filepath.Join("report", "solutions", "osworld")} {
 		r, err := ReadReport(dir)
 		if err != nil {
 			t.Fatal(err)
