@@ -97,8 +97,8 @@ func (in *initProc) run(args []string, syncF *os.File) error {
 	hostNS := os.NewFile(fdHostNS, "hostns")
 	if p.MemoryMerge {
 		// Before the first fork: the kernel keeps the mark across fork and
-		// exec (since 6.7; 6.4 to 6.6 drop it on exec), so it reaches
-		// every process of the desktop.
+		// exec (TestMemoryMerge checks it on 6.18; older kernels are not
+		// tested here), so it reaches every process of the desktop.
 		if err := unix.Prctl(unix.PR_SET_MEMORY_MERGE, 1, 0, 0, 0); err != nil {
 			return fmt.Errorf("mark the desktop's memory for same-page merging (PR_SET_MEMORY_MERGE, Linux 6.4+): %w", err)
 		}
