@@ -54,6 +54,14 @@ func TestBuiltinBenchmarksParse(t *testing.T) {
 	if got := SelectBenchmarks(bs, []string{"execute/*"}); len(got) != 3 {
 		t.Errorf("execute/* selects %d benchmarks, want 3", len(got))
 	}
+	// The busy screen changes before every request; the unchanged one never.
+	shots := map[string]int{}
+	for _, b := range SelectBenchmarks(bs, []string{"screenshot*"}) {
+		shots[b.Name] = len(b.Each)
+	}
+	if len(shots) != 3 || shots["screenshot/busy"] == 0 || shots["screenshot/unchanged"] != 0 || shots["screenshot"] != 0 {
+		t.Errorf("screenshot rows and their each actions: %v", shots)
+	}
 }
 
 func TestParseBenchmarksRejects(t *testing.T) {
