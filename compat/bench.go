@@ -28,10 +28,15 @@ type BenchFile struct {
 // answer of both servers must satisfy Expect, so that a fast failure is
 // never timed as a fast answer.
 type Benchmark struct {
-	Name    string   `json:"name"`
-	Doc     string   `json:"doc"`
-	Needs   []string `json:"needs,omitempty"`
-	Setup   []Action `json:"setup,omitempty"`
+	Name  string   `json:"name"`
+	Doc   string   `json:"doc"`
+	Needs []string `json:"needs,omitempty"`
+	Setup []Action `json:"setup,omitempty"`
+	// Each runs before every request, warm-up and timed, to either
+	// server, outside the timed span: it changes the desktop so that no
+	// request sees what the one before it saw (a new frame on the screen,
+	// for a screenshot whose server would otherwise answer from a cache).
+	Each    []Action `json:"each,omitempty"`
 	Request Request  `json:"request"`
 	// Expect maps a field of the normalised answer (see Normalize) to a
 	// regular expression its whole value must match, e.g.
@@ -132,6 +137,11 @@ func (b *Benchmark) validate() error {
 			return bad("setup %d: %v", i, err)
 		}
 	}
+	for i := range b.Each {
+		if err := b.Each[i].validate(); err != nil {
+			return bad("each %d: %v", i, err)
+		}
+	}
 	for i := range b.Cleanup {
 		if err := b.Cleanup[i].validate(); err != nil {
 			return bad("cleanup %d: %v", i, err)
@@ -191,6 +201,10 @@ type BenchOptions struct {
 	Warmup int
 	// Progress receives one line per benchmark (nil: silent).
 	Progress io.Writer
+
+	// now is the clock requests are timed by (nil: time.Now); a test's
+	// clock shows what falls inside the timed span.
+	now func() time.Time
 }
 
 // Stats summarises the latencies of one server on one benchmark.
@@ -263,7 +277,7 @@ type BenchReport struct {
 // Bench times every benchmark on d: setup, Warmup untimed requests per
 // server, then N rounds of one request to each server, alternating which
 // goes first so that both share the desktop's and the host's noise, then
-// cleanup. A desktop whose URL(Upstream) is "" has guestd alone (no
+// cleanup. The benchmark's Each actions run before every request, untimed. A desktop whose URL(Upstream) is "" has guestd alone (no
 // upstream tree on this host): guestd is timed and the upstream figures
 // stay zero. Each request opens a new connection, as OSWorld's clients do
 // (requests.post without a session), and is timed from the dial to the
@@ -320,14 +334,21 @@ func (r *runner) bench(ctx context.Context, b *Benchmark, opts BenchOptions) (re
 	if r.d.URL(Upstream) == "" {
 		servers = []Server{Guestd}
 	}
+	now := opts.now
+	if now == nil {
+		now = time.Now
+	}
 	timed := map[Server][]time.Duration{}
 	res.LoadBefore = LoadAverages(1)
 	for round := 0; round < opts.Warmup+opts.N; round++ {
 		for k := range servers {
 			s := servers[(round+k)%len(servers)] // upstream first in even rounds, guestd in odd ones
-			start := time.Now()
+			if err := r.actions(ctx, b.Each, "each"); err != nil {
+				return res, fmt.Errorf("%s, round %d: %w", s, round+1, err)
+			}
+			start := now()
 			resp := send(ctx, r.client, r.d.URL(s), &b.Request)
-			took := time.Since(start)
+			took := now().Sub(start)
 			if why := b.check(resp); why != "" {
 				return res, fmt.Errorf("%s, round %d: %s", s, round+1, why)
 			}

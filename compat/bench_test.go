@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -53,6 +54,14 @@ func TestBuiltinBenchmarksParse(t *testing.T) {
 	if got := SelectBenchmarks(bs, []string{"execute/*"}); len(got) != 3 {
 		t.Errorf("execute/* selects %d benchmarks, want 3", len(got))
 	}
+	// The busy screen changes before every request; the unchanged one never.
+	shots := map[string]int{}
+	for _, b := range SelectBenchmarks(bs, []string{"screenshot*"}) {
+		shots[b.Name] = len(b.Each)
+	}
+	if len(shots) != 3 || shots["screenshot/busy"] == 0 || shots["screenshot/unchanged"] != 0 || shots["screenshot"] != 0 {
+		t.Errorf("screenshot rows and their each actions: %v", shots)
+	}
 }
 
 func TestParseBenchmarksRejects(t *testing.T) {
@@ -62,6 +71,7 @@ func TestParseBenchmarksRejects(t *testing.T) {
 		"unknown key": `{"benchmarks":[{"name":"a","request":{"method":"GET","path":"/x"},"expect":{"status":"200"},"n":3}]}`,
 		"repeated":    `{"benchmarks":[{"name":"a","request":{"method":"GET","path":"/x"},"expect":{"status":"200"}},{"name":"a","request":{"method":"GET","path":"/x"},"expect":{"status":"200"}}]}`,
 		"empty":       `{"benchmarks":[]}`,
+		"bad each":    `{"benchmarks":[{"name":"a","each":[{"sh":"x","run":["y"]}],"request":{"method":"GET","path":"/x"},"expect":{"status":"200"}}]}`,
 	} {
 		if _, err := ParseBenchmarks([]byte(doc), name); !errors.Is(err, ErrBadCase) {
 			t.Errorf("%s: %v, want ErrBadCase", name, err)
@@ -126,6 +136,72 @@ func TestBenchTimesBothServers(t *testing.T) {
 	md := rep.Markdown()
 	if !strings.Contains(md, "| `POST /ok`, a request |") || !strings.Contains(md, "- ok: `POST /ok json {\"command\":[\"echo\",\"hi\"]}`") {
 		t.Errorf("markdown table lacks the row:\n%s", md)
+	}
+}
+
+// clockDesktop is a fakeDesktop whose servers and commands write one
+// log, in the order they ran, and move a clock of the test's: an hour per
+// command, a millisecond per request.
+type clockDesktop struct {
+	*fakeDesktop
+	mu    sync.Mutex
+	clock time.Time
+	log   []string
+}
+
+func (c *clockDesktop) tick(what string, d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log = append(c.log, what)
+	c.clock = c.clock.Add(d)
+}
+
+func (c *clockDesktop) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clock
+}
+
+func (c *clockDesktop) Exec(ctx context.Context, argv []string) (ExecResult, error) {
+	c.tick(argv[len(argv)-1], time.Hour)
+	return c.fakeDesktop.Exec(ctx, argv)
+}
+
+func (c *clockDesktop) server(name string) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.tick(name, time.Millisecond)
+	}))
+}
+
+func TestBenchRunsEachBeforeEveryRequest(t *testing.T) {
+	c := &clockDesktop{fakeDesktop: &fakeDesktop{}}
+	c.up, c.gd = c.server("upstream"), c.server("guestd")
+	defer c.up.Close()
+	defer c.gd.Close()
+	bs, err := ParseBenchmarks([]byte(`{"benchmarks":[{"name":"ok","setup":[{"sh":"prepare"}],"each":[{"sh":"next"}],
+		"request":{"method":"GET","path":"/ok"},"expect":{"status":"200"},"cleanup":[{"sh":"restore"}]}]}`), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Bench(context.Background(), c, bs, BenchOptions{N: 2, Warmup: 1, now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One warm-up round and two timed ones, upstream first in even rounds.
+	want := []string{"prepare",
+		"next", "upstream", "next", "guestd",
+		"next", "guestd", "next", "upstream",
+		"next", "upstream", "next", "guestd",
+		"restore"}
+	if !slices.Equal(c.log, want) {
+		t.Errorf("ran\n%q\nwant\n%q", c.log, want)
+	}
+	// Each request moved the clock by a millisecond and each command by an
+	// hour: a timed span of exactly a millisecond holds the request alone.
+	for name, s := range map[string]Stats{"upstream": rep.Results[0].Upstream, "guestd": rep.Results[0].Guestd} {
+		if s.N != 2 || s.Min != time.Millisecond || s.Max != time.Millisecond {
+			t.Errorf("%s timed %+v, want 2 requests of 1ms each", name, s)
+		}
 	}
 }
 

@@ -245,7 +245,7 @@ func TestBadCommandLine(t *testing.T) {
 		{[]string{"bench", "--latency-n", "0"}, "", "drums bench: --latency-n must be at least 1 and --latency-warmup at least 0"},
 		{[]string{"bench", "--name", "a/b"}, "", `drums bench: --name "a/b": want a file name`},
 		{[]string{"bench", "--step-setup", "cursor_position"}, "",
-			`drums bench: --step-setup "cursor_position": want none or a built-in latency benchmark with a setup: screenshot, accessibility/gtk3-widget-factory, accessibility/gnome-terminal, terminal`},
+			`drums bench: --step-setup "cursor_position": want none or a built-in latency benchmark with a setup: screenshot, screenshot/busy, screenshot/unchanged, accessibility/gtk3-widget-factory, accessibility/gnome-terminal, terminal`},
 		{[]string{"compat", "extra"}, "", `drums compat: unexpected arguments ["extra"] (see --help)`},
 		{[]string{"compat", "--upstream-url", "http://x"}, "", "drums compat: --upstream-url, --guestd-url and --exec go together"},
 		{[]string{"compat", "--bench", "--bench-n", "0"}, "", "drums compat: --bench-n must be at least 1 and --bench-warmup at least 0"},
