@@ -164,7 +164,7 @@ func pathsAndDests(cfg Getter) (paths, dests []string, err error) {
 // gives is the set of indexes a multi-file getter returns (default [0]).
 func gives(cfg Getter) map[int]bool {
 	out := map[int]bool{}
-	l, ok := asList(cfg["gives"])
+	l, ok := pyvalue.AsList(cfg["gives"])
 	if !ok {
 		return map[int]bool{0: true}
 	}
@@ -488,7 +488,7 @@ func getShortcutsOnDesktop(ctx context.Context, e *Env, _ Getter) (any, error) {
 		return nil, fmt.Errorf("TypeError: 'NoneType' object is not subscriptable (no directory tree for %s)", dp)
 	}
 	out := map[string]any{}
-	children, _ := asList(t["children"])
+	children, _ := pyvalue.AsList(t["children"])
 	for _, c := range children {
 		m, _ := c.(map[string]any)
 		name, _ := m["name"].(string)
@@ -614,7 +614,7 @@ var (
 			return "true", nil
 		}
 		v, _ := dig(d, "session", "restore_on_startup")
-		return boolText(pyEqual(v, 5.0)), nil
+		return boolText(pyvalue.Equal(v, 5.0)), nil
 	}}
 	prefExtensionPaths = prefFunc{onError: "Google", read: func(d map[string]any) (any, error) {
 		return extensionField(d, "path")

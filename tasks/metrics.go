@@ -124,7 +124,7 @@ func readText(path any) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %s", ErrFileNotFound, p)
 	}
-	return universalNewlines(string(b)), nil
+	return pyvalue.UniversalNewlines(string(b)), nil
 }
 
 func score(b bool) float64 {
@@ -150,7 +150,7 @@ func exactMatch(args []any, _ map[string]any) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return score(pyEqual(arg(args, 0), exp)), nil
+	return score(pyvalue.Equal(arg(args, 0), exp)), nil
 }
 
 func checkIncludeExclude(args []any, _ map[string]any) (float64, error) {
@@ -163,9 +163,9 @@ func checkIncludeExclude(args []any, _ map[string]any) (float64, error) {
 		return 0, err
 	}
 	for _, k := range []string{"include", "exclude"} {
-		l, _ := asList(rules[k])
+		l, _ := pyvalue.AsList(rules[k])
 		for _, r := range l {
-			in, err := pyIn(r, result)
+			in, err := pyvalue.In(r, result)
 			if err != nil {
 				return 0, err
 			}
@@ -182,7 +182,7 @@ func matchInList(args []any, _ map[string]any) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	in, err := pyIn(arg(args, 0), exp)
+	in, err := pyvalue.In(arg(args, 0), exp)
 	return score(in), err
 }
 
@@ -191,7 +191,7 @@ func isInList(args []any, _ map[string]any) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	in, err := pyIn(exp, arg(args, 0))
+	in, err := pyvalue.In(exp, arg(args, 0))
 	return score(in), err
 }
 
@@ -213,8 +213,8 @@ func literalMatch(args []any, opts map[string]any) (float64, error) {
 	case "str":
 		return score(norm(result) == norm(expected)), nil
 	case "list":
-		r, ok1 := asList(result)
-		e, ok2 := asList(expected)
+		r, ok1 := pyvalue.AsList(result)
+		e, ok2 := pyvalue.AsList(expected)
 		if !ok1 || !ok2 || len(r) != len(e) {
 			return 0, nil
 		}
@@ -238,7 +238,7 @@ func checkList(args []any, _ map[string]any) (float64, error) {
 	}
 	var expect, unexpect []*pyRegexp
 	for k, dst := range map[string]*[]*pyRegexp{"expect": &expect, "unexpect": &unexpect} {
-		l, _ := asList(rules[k])
+		l, _ := pyvalue.AsList(rules[k])
 		for _, p := range l {
 			s, _ := p.(string)
 			re, err := compilePy(s)
@@ -258,7 +258,7 @@ func checkList(args []any, _ map[string]any) (float64, error) {
 		matchErr = cmp.Or(matchErr, err)
 		return ok
 	}
-	ok := expectUnexpect(pyLines(text), expect, unexpect, match)
+	ok := expectUnexpect(pyvalue.Lines(text), expect, unexpect, match)
 	if matchErr != nil {
 		return 0, matchErr
 	}
@@ -296,11 +296,11 @@ func matchValueToRule(value any, rule map[string]any) (bool, error) {
 		}
 		return re.MatchString(s)
 	case method == "eq":
-		return pyEqual(value, ref), nil
+		return pyvalue.Equal(value, ref), nil
 	case method == "ne":
-		return !pyEqual(value, ref), nil
+		return !pyvalue.Equal(value, ref), nil
 	case method == "le" || method == "lt" || method == "ge" || method == "gt":
-		return pyCompare(method, value, ref)
+		return pyvalue.Compare(method, value, ref)
 	case strings.HasPrefix(method, "approx"):
 		_, th, _ := strings.Cut(method, ":")
 		threshold, err := strconv.ParseFloat(th, 64)
@@ -329,15 +329,15 @@ func matchValueToRule(value any, rule map[string]any) (bool, error) {
 		}
 		return d <= threshold, nil
 	case strings.HasPrefix(method, "range.") && len(method) >= 8:
-		l, ok := asList(ref)
+		l, ok := pyvalue.AsList(ref)
 		if !ok || len(l) < 2 {
 			return false, fmt.Errorf("TypeError: range ref is not a pair")
 		}
-		a, err := pyCompare("l"+method[6:7], l[0], value)
+		a, err := pyvalue.Compare("l"+method[6:7], l[0], value)
 		if err != nil {
 			return false, err
 		}
-		b, err := pyCompare("l"+method[7:8], value, l[1])
+		b, err := pyvalue.Compare("l"+method[7:8], value, l[1])
 		return a && b, err
 	}
 	return false, fmt.Errorf("%w: rule method %q", ErrNotNative, method)
@@ -381,7 +381,7 @@ func checkJSON(args []any, opts map[string]any) (float64, error) {
 	}
 	lookup := func(r map[string]any) (any, bool) {
 		v := data
-		keys, _ := asList(r["key"])
+		keys, _ := pyvalue.AsList(r["key"])
 		for _, k := range keys {
 			switch c := v.(type) {
 			case map[string]any:
@@ -407,7 +407,7 @@ func checkJSON(args []any, opts map[string]any) (float64, error) {
 		return v, true
 	}
 	metric := true
-	exp, _ := asList(rules["expect"])
+	exp, _ := pyvalue.AsList(rules["expect"])
 	for _, x := range exp {
 		r, ok := x.(map[string]any)
 		if !ok {
@@ -423,7 +423,7 @@ func checkJSON(args []any, opts map[string]any) (float64, error) {
 		}
 		metric = metric && m
 	}
-	unexp, _ := asList(rules["unexpect"])
+	unexp, _ := pyvalue.AsList(rules["unexpect"])
 	for _, x := range unexp {
 		r, ok := x.(map[string]any)
 		if !ok {
@@ -473,12 +473,12 @@ func checkDirectJSONObject(args []any, _ map[string]any) (float64, error) {
 		for k, ev := range expected {
 			av := res[k]
 			if pyvalue.Truthy(expected["ignore_list_order"]) {
-				el, ok1 := asList(ev)
-				al, ok2 := asList(av)
-				if !ok1 || !ok2 || !pyEqual(sortedPy(el), sortedPy(al)) {
+				el, ok1 := pyvalue.AsList(ev)
+				al, ok2 := pyvalue.AsList(av)
+				if !ok1 || !ok2 || !pyvalue.Equal(sortedPy(el), sortedPy(al)) {
 					return 0, nil
 				}
-			} else if !pyEqual(ev, av) {
+			} else if !pyvalue.Equal(ev, av) {
 				return 0, nil
 			}
 		}
@@ -491,10 +491,10 @@ func checkDirectJSONObject(args []any, _ map[string]any) (float64, error) {
 			for _, each := range e {
 				switch a := res[k].(type) {
 				case []any:
-					in, _ := pyIn(each, a)
+					in, _ := pyvalue.In(each, a)
 					found = found || in
 				case string:
-					found = found || pyEqual(each, a)
+					found = found || pyvalue.Equal(each, a)
 				}
 				if found {
 					break
@@ -520,7 +520,7 @@ func checkDirectJSONObject(args []any, _ map[string]any) (float64, error) {
 func sortedPy(l []any) []any {
 	out := append([]any{}, l...)
 	sort.SliceStable(out, func(i, j int) bool {
-		lt, err := pyCompare("lt", out[i], out[j])
+		lt, err := pyvalue.Compare("lt", out[i], out[j])
 		return err == nil && lt
 	})
 	return out
@@ -538,9 +538,9 @@ func fileContains(args []any, _ map[string]any) (float64, error) {
 	if !ok {
 		return 0, nil
 	}
-	exp, _ := asList(cfg["expected"])
+	exp, _ := pyvalue.AsList(cfg["expected"])
 	for _, e := range exp {
-		in, err := pyIn(e, text)
+		in, err := pyvalue.In(e, text)
 		if err != nil || !in {
 			return 0, nil
 		}
@@ -557,7 +557,7 @@ func checkLineNumber(args []any, _ map[string]any) (float64, error) {
 		return 0, nil
 	}
 	n := 0
-	for _, l := range pyLines(text) {
+	for _, l := range pyvalue.Lines(text) {
 		if timeRE.MatchString(l) {
 			n++
 		}
@@ -598,7 +598,7 @@ func diffTextFile(args []any, _ map[string]any) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return sequenceRatio(pySplitlines(a), pySplitlines(b)), nil
+	return sequenceRatio(pyvalue.Splitlines(a), pyvalue.Splitlines(b)), nil
 }
 
 // readBoth reads the two files a comparison metric gets: the result's and
@@ -666,11 +666,11 @@ func checkGnomeFavoriteApps(args []any, _ map[string]any) (float64, error) {
 	if !ok {
 		return 0, fmt.Errorf("TypeError: eval() arg 1 must be a string, not %s", pyvalue.TypeName(arg(args, 0)))
 	}
-	v, err := parsePyLiteral(s)
+	v, err := pyvalue.ParseLiteral(s)
 	if err != nil {
 		return 0, err
 	}
-	apps, ok := asList(v)
+	apps, ok := pyvalue.AsList(v)
 	if !ok {
 		return 0, fmt.Errorf("TypeError: %s has no len()", pyvalue.TypeName(v))
 	}
@@ -684,7 +684,7 @@ func sameAsExpected(got []any, ruleArg any) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	exp, _ := asList(rule["expected"])
+	exp, _ := pyvalue.AsList(rule["expected"])
 	if len(got) != len(exp) {
 		return 0, nil
 	}
@@ -695,7 +695,7 @@ func sameAsExpected(got []any, ruleArg any) (float64, error) {
 func sameSet(a, b []any) bool {
 	in := func(x any, l []any) bool {
 		for _, y := range l {
-			if pyEqual(x, y) {
+			if pyvalue.Equal(x, y) {
 				return true
 			}
 		}
@@ -719,7 +719,7 @@ func checkMovedJpgs(args []any, _ map[string]any) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	children, _ := asList(tree["children"])
+	children, _ := pyvalue.AsList(tree["children"])
 	var names []any
 	for _, c := range children {
 		m, _ := c.(map[string]any)
@@ -735,9 +735,9 @@ func isInVMClipboard(args []any, _ map[string]any) (float64, error) {
 	}
 	out := arg(args, 1)
 	exp := cfg["expected"]
-	if l, ok := asList(exp); ok {
+	if l, ok := pyvalue.AsList(exp); ok {
 		for _, e := range l {
-			in, err := pyIn(e, out)
+			in, err := pyvalue.In(e, out)
 			if err != nil {
 				return 0, err
 			}
@@ -747,6 +747,6 @@ func isInVMClipboard(args []any, _ map[string]any) (float64, error) {
 		}
 		return 1, nil
 	}
-	in, err := pyIn(exp, out)
+	in, err := pyvalue.In(exp, out)
 	return score(in), err
 }

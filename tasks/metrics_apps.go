@@ -40,7 +40,7 @@ func checkJSONSettings(args []any, _ map[string]any) (float64, error) {
 	}
 	for k, w := range wm {
 		got, ok := data[k]
-		if !ok || !pyEqual(got, w) {
+		if !ok || !pyvalue.Equal(got, w) {
 			return 0, nil
 		}
 	}
@@ -53,7 +53,7 @@ func checkJSONKeybindings(args []any, _ map[string]any) (float64, error) {
 	if err != nil {
 		return 0, nil
 	}
-	text := universalNewlines(string(b))
+	text := pyvalue.UniversalNewlines(string(b))
 	var data any
 	if json.Unmarshal([]byte(text), &data) != nil {
 		data = nil
@@ -74,7 +74,7 @@ func checkJSONKeybindings(args []any, _ map[string]any) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	in, _ := pyIn(w, list)
+	in, _ := pyvalue.In(w, list)
 	return score(in), nil
 }
 
@@ -121,7 +121,7 @@ func isSubset(expected, actual any) bool {
 		}
 		return true
 	}
-	return pyEqual(expected, actual)
+	return pyvalue.Equal(expected, actual)
 }
 
 func compareConfig(args []any, opts map[string]any) (float64, error) {
@@ -156,7 +156,7 @@ func compareConfig(args []any, opts map[string]any) (float64, error) {
 	if actText == expText {
 		return 1, nil
 	}
-	return score(aerr == nil && eerr == nil && pyEqual(aj, ej)), nil
+	return score(aerr == nil && eerr == nil && pyvalue.Equal(aj, ej)), nil
 }
 
 func isExtensionInstalled(args []any, _ map[string]any) (float64, error) {
@@ -168,7 +168,7 @@ func isExtensionInstalled(args []any, _ map[string]any) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	in, err := pyIn(exp, arg(args, 0))
+	in, err := pyvalue.In(exp, arg(args, 0))
 	if err != nil {
 		return 0, err
 	}
@@ -257,7 +257,7 @@ func isExpectedURLPatternMatch(args []any, _ map[string]any) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	pats, _ := asList(rules["expected"])
+	pats, _ := pyvalue.AsList(rules["expected"])
 	for _, p := range pats {
 		s, _ := p.(string)
 		re, err := compilePy(s)
@@ -272,7 +272,7 @@ func isExpectedURLPatternMatch(args []any, _ map[string]any) (float64, error) {
 }
 
 func isExpectedTabs(args []any, _ map[string]any) (float64, error) {
-	tabs, ok := asList(arg(args, 0))
+	tabs, ok := pyvalue.AsList(arg(args, 0))
 	if !ok || len(tabs) == 0 {
 		return 0, nil
 	}
@@ -280,7 +280,7 @@ func isExpectedTabs(args []any, _ map[string]any) (float64, error) {
 	if !ok {
 		return 0, err
 	}
-	want, _ := asList(rule["urls"])
+	want, _ := pyvalue.AsList(rule["urls"])
 	if len(want) != len(tabs) {
 		return 0, nil
 	}
@@ -309,7 +309,7 @@ func bookmarkChildren(bookmarks any) ([]map[string]any, error) {
 	if !ok {
 		return nil, fmt.Errorf("KeyError: 'bookmark_bar'")
 	}
-	l, _ := asList(bar["children"])
+	l, _ := pyvalue.AsList(bar["children"])
 	var out []map[string]any
 	for _, c := range l {
 		if m, ok := c.(map[string]any); ok {
@@ -342,10 +342,10 @@ func isExpectedBookmarks(args []any, _ map[string]any) (float64, error) {
 	}
 	switch rule["type"] {
 	case "bookmark_bar_folders_names":
-		want, _ := asList(rule["names"])
+		want, _ := pyvalue.AsList(rule["names"])
 		return score(sameSet(collect(children, "folder", "name"), want)), nil
 	case "bookmark_bar_websites_urls":
-		want, _ := asList(rule["urls"])
+		want, _ := pyvalue.AsList(rule["urls"])
 		return score(sameSet(collect(children, "url", "url"), want)), nil
 	case "liked_authors_websites_urls":
 		var folder map[string]any
@@ -358,17 +358,17 @@ func isExpectedBookmarks(args []any, _ map[string]any) (float64, error) {
 		if folder == nil {
 			return 0, nil
 		}
-		kids, _ := asList(folder["children"])
+		kids, _ := pyvalue.AsList(folder["children"])
 		var got []any
 		for _, k := range kids {
 			if m, ok := k.(map[string]any); ok && m["type"] == "url" {
 				got = append(got, m["url"])
 			}
 		}
-		urls, _ := asList(rule["urls"])
+		urls, _ := pyvalue.AsList(rule["urls"])
 		options := make([][]any, len(urls))
 		for i, u := range urls {
-			if l, ok := asList(u); ok {
+			if l, ok := pyvalue.AsList(u); ok {
 				options[i] = l
 			} else {
 				options[i] = []any{u}
@@ -413,7 +413,7 @@ func isExpectedSearchQuery(args []any, _ map[string]any) (float64, error) {
 }
 
 func isExpectedInstalledExtensions(args []any, _ map[string]any) (float64, error) {
-	installed, ok := asList(arg(args, 0))
+	installed, ok := pyvalue.AsList(arg(args, 0))
 	if !ok || len(installed) == 0 {
 		return 0, nil
 	}
@@ -427,11 +427,11 @@ func isExpectedInstalledExtensions(args []any, _ map[string]any) (float64, error
 		}
 		return v
 	}
-	want, _ := asList(exp["expected"])
+	want, _ := pyvalue.AsList(exp["expected"])
 	for _, w := range want {
 		found := false
 		for _, i := range installed {
-			found = found || pyEqual(canon(w), canon(i))
+			found = found || pyvalue.Equal(canon(w), canon(i))
 		}
 		if !found {
 			return 0, nil
@@ -492,13 +492,13 @@ func checkFontSize(args []any, _ map[string]any) (float64, error) {
 	}
 	switch rule["type"] {
 	case "value":
-		return score(pyEqual(size, rule["value"])), nil
+		return score(pyvalue.Equal(size, rule["value"])), nil
 	case "range":
-		a, err := pyCompare("lt", rule["min"], size)
+		a, err := pyvalue.Compare("lt", rule["min"], size)
 		if err != nil {
 			return 0, err
 		}
-		b, err := pyCompare("lt", size, rule["max"])
+		b, err := pyvalue.Compare("lt", size, rule["max"])
 		return score(a && b), err
 	}
 	return 0, fmt.Errorf("TypeError: %v not support yet!", rule["type"])
@@ -514,9 +514,9 @@ func isAddedToSteamCart(args []any, _ map[string]any) (float64, error) {
 		return 0, err
 	}
 	content, _ := info["content"].(string)
-	items, _ := asList(rule["items"])
+	items, _ := pyvalue.AsList(rule["items"])
 	for _, it := range items {
-		in, err := pyIn(it, content)
+		in, err := pyvalue.In(it, content)
 		if err != nil {
 			return 0, err
 		}
@@ -686,7 +686,7 @@ func vlcrcCompare(ruleKey string, setting func(cfg string) string) metric {
 		if err != nil {
 			return 0, err
 		}
-		return score(pyEqual(setting(cfg), want)), nil
+		return score(pyvalue.Equal(setting(cfg), want)), nil
 	}
 }
 
@@ -705,7 +705,7 @@ func isVLCRecordingsFolder(args []any, _ map[string]any) (float64, error) {
 		}
 		if strings.Contains(line, "input-record-path") {
 			parts := strings.Split(line, "=")
-			return score(pyEqual(strings.TrimSpace(parts[len(parts)-1]), want)), nil
+			return score(pyvalue.Equal(strings.TrimSpace(parts[len(parts)-1]), want)), nil
 		}
 	}
 	return 0, nil
@@ -717,7 +717,7 @@ func isVLCFullscreen(args []any, _ map[string]any) (float64, error) {
 	if !ok1 || !ok2 {
 		return 0, nil
 	}
-	return score(pyEqual(w["width"], s["width"]) && pyEqual(w["height"], s["height"])), nil
+	return score(pyvalue.Equal(w["width"], s["width"]) && pyvalue.Equal(w["height"], s["height"])), nil
 }
 
 func checkQtSliderColours(args []any, _ map[string]any) (float64, error) {
@@ -728,7 +728,7 @@ func checkQtSliderColours(args []any, _ map[string]any) (float64, error) {
 	colours := lastSetting(cfg, "qt-slider-colours", "153;210;153;20;210;20;255;199;15;245;39;29")
 	switch rule["type"] {
 	case "match":
-		return score(pyEqual(colours, rule["expected_qt_slider_colours"])), nil
+		return score(pyvalue.Equal(colours, rule["expected_qt_slider_colours"])), nil
 	case "blackish":
 		var vals []int
 		for _, x := range strings.Split(colours, ";") {
@@ -778,7 +778,7 @@ func checkConfigStatus(args []any, _ map[string]any) (float64, error) {
 	if !ok {
 		return 0, err
 	}
-	for _, line := range pyLines(text) {
+	for _, line := range pyvalue.Lines(text) {
 		if strings.HasPrefix(line, "#") || line == "\n" {
 			continue
 		}
@@ -789,11 +789,11 @@ func checkConfigStatus(args []any, _ map[string]any) (float64, error) {
 		last := items[len(items)-1]
 		switch k := rule["key"].(type) {
 		case string:
-			if items[0] == k && pyEqual(last, rule["value"]) {
+			if items[0] == k && pyvalue.Equal(last, rule["value"]) {
 				return 1, nil
 			}
 		case []any:
-			if len(k) == 2 && len(items) > 1 && pyEqual(items[0], k[0]) && pyEqual(items[1], k[1]) && pyEqual(last, rule["value"]) {
+			if len(k) == 2 && len(items) > 1 && pyvalue.Equal(items[0], k[0]) && pyvalue.Equal(items[1], k[1]) && pyvalue.Equal(last, rule["value"]) {
 				return 1, nil
 			}
 		}
@@ -814,7 +814,7 @@ func checkImageFileSize(args []any, _ map[string]any) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	lt, err := pyCompare("lt", float64(st.Size()), rule["max_size"])
+	lt, err := pyvalue.Compare("lt", float64(st.Size()), rule["max_size"])
 	return score(lt), err
 }
 
@@ -832,7 +832,7 @@ func checkThunderbirdPrefs(args []any, _ map[string]any) (float64, error) {
 		got[k] = false
 	}
 	pass := true
-	for _, l := range pyLines(text) {
+	for _, l := range pyvalue.Lines(text) {
 		m := prefRE.FindStringSubmatch(strings.TrimSpace(l))
 		if m == nil {
 			continue
@@ -886,7 +886,7 @@ func checkThunderbirdFilter(args []any, _ map[string]any) (float64, error) {
 	}
 	var filters []map[string]any
 	var cur map[string]any
-	for _, l := range pyLines(text) {
+	for _, l := range pyvalue.Lines(text) {
 		switch {
 		case strings.HasPrefix(l, "name="):
 			cur = map[string]any{"name": val(pySlice(l, 6, -2))}
@@ -916,14 +916,14 @@ func checkThunderbirdFilter(args []any, _ map[string]any) (float64, error) {
 	matchRecord := func(pattern, item map[string]any) bool {
 		for k, v := range pattern {
 			iv, ok := item[k]
-			if !ok || !pyEqual(iv, v) {
+			if !ok || !pyvalue.Equal(iv, v) {
 				return false
 			}
 		}
 		return true
 	}
-	expect, _ := asList(rules["expect"])
-	unexpect, _ := asList(rules["unexpect"])
+	expect, _ := pyvalue.AsList(rules["expect"])
+	unexpect, _ := pyvalue.AsList(rules["unexpect"])
 	return score(expectUnexpect(filters, expect, unexpect, func(r any, f map[string]any) bool {
 		rm, _ := r.(map[string]any)
 		return matchRecord(rm, f)
@@ -997,7 +997,7 @@ func checkAutoSavingTime(args []any, _ map[string]any) (float64, error) {
 				if err != nil {
 					return 0, fmt.Errorf("ValueError: invalid literal for int(): %q", pr.Value[0])
 				}
-				return score(pyEqual(float64(n), minutes)), nil
+				return score(pyvalue.Equal(float64(n), minutes)), nil
 			}
 		}
 	}

@@ -1,12 +1,12 @@
-package guestd
+package pyvalue
 
 import (
 	"testing"
 
-	"github.com/drums-dev/drums/internal/pyvalue"
+	"github.com/drums-dev/drums/internal/testutil"
 )
 
-// jsonCases are request-like JSON documents; jsonify(decode(x)) must equal
+// jsonCases are request-like JSON documents; Jsonify(decode(x)) must equal
 // Flask's debug-mode jsonify of json.loads(x).
 var jsonCases = []string{
 	`{"status": "success", "output": "hi\n", "error": "", "returncode": 0}`,
@@ -29,15 +29,15 @@ func TestJsonifyMatchesFlask(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, c := range jsonCases {
-		v, err := pyvalue.Decode([]byte(c))
+		v, err := Decode([]byte(c))
 		if err != nil {
 			t.Fatalf("decode %s: %v", c, err)
 		}
-		got[c] = string(jsonify(v))
+		got[c] = string(Jsonify(v))
 	}
 	for in, want := range fixed {
 		if got[in] != want {
-			t.Errorf("jsonify(%s) =\n%q\nwant\n%q", in, got[in], want)
+			t.Errorf("Jsonify(%s) =\n%q\nwant\n%q", in, got[in], want)
 		}
 	}
 
@@ -57,10 +57,10 @@ except ImportError:
 print(json.dumps([dump(json.loads(c)) for c in cases]))
 `
 		var want []string
-		pythonOracle(t, script, jsonCases, &want)
+		testutil.PythonOracle(t, script, jsonCases, &want)
 		for i, c := range jsonCases {
 			if got[c] != want[i] {
-				t.Errorf("jsonify(%s) =\n%q\nFlask:\n%q", c, got[c], want[i])
+				t.Errorf("Jsonify(%s) =\n%q\nFlask:\n%q", c, got[c], want[i])
 			}
 		}
 	})
@@ -69,12 +69,12 @@ print(json.dumps([dump(json.loads(c)) for c in cases]))
 func TestJsonifyNonUTF8(t *testing.T) {
 	// A file name with an invalid byte comes out as Python's
 	// surrogateescape'd lone surrogate.
-	got := string(jsonify(map[string]any{"name": "a\xffb"}))
+	got := string(Jsonify(map[string]any{"name": "a\xffb"}))
 	want := "{\n  \"name\": \"a\\udcffb\"\n}\n"
 	if got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	if got := string(jsonify([]any{3, 4})); got != "[\n  3,\n  4\n]\n" {
+	if got := string(Jsonify([]any{3, 4})); got != "[\n  3,\n  4\n]\n" {
 		t.Errorf("cursor array: %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package pyfmt
+package pyvalue
 
 import (
 	"math"
@@ -9,7 +9,7 @@ import (
 	"github.com/drums-dev/drums/internal/testutil"
 )
 
-func TestFloat(t *testing.T) {
+func TestReprFloat(t *testing.T) {
 	for _, c := range []struct {
 		v    float64
 		want string
@@ -19,30 +19,30 @@ func TestFloat(t *testing.T) {
 		{2.5e-310, "2.5e-310"}, {math.Inf(1), "inf"}, {math.Inf(-1), "-inf"}, {math.NaN(), "nan"},
 		{math.Copysign(0, -1), "-0.0"}, {-1.5, "-1.5"}, {123.456, "123.456"}, {1e100, "1e+100"},
 	} {
-		if got := Float(c.v); got != c.want {
-			t.Errorf("Float(%v) = %q, want %q", c.v, got, c.want)
+		if got := ReprFloat(c.v); got != c.want {
+			t.Errorf("ReprFloat(%v) = %q, want %q", c.v, got, c.want)
 		}
 	}
 }
 
-func TestStr(t *testing.T) {
+func TestReprStr(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"sleep", `'sleep'`}, {"it's", `"it's"`}, {`a'b"c`, `'a\'b"c'`}, {"a\\b", `'a\\b'`},
 		{"tab\tnl\ncr\r", `'tab\tnl\ncr\r'`}, {"\x01\x7f", `'\x01\x7f'`}, {"é€✓", `'é€✓'`},
 		{"\u00a0", `'\xa0'`}, {"\u200b", `'\u200b'`}, {"\U0001F600", "'\U0001F600'"},
 	} {
-		if got := Str(c.in); got != c.want {
-			t.Errorf("Str(%q) = %s, want %s", c.in, got, c.want)
+		if got := ReprStr(c.in); got != c.want {
+			t.Errorf("ReprStr(%q) = %s, want %s", c.in, got, c.want)
 		}
 	}
-	if got, want := StrList([]string{"sleep", "200"}), `['sleep', '200']`; got != want {
+	if got, want := ReprStrList([]string{"sleep", "200"}), `['sleep', '200']`; got != want {
 		t.Errorf("StrList = %s, want %s", got, want)
 	}
 }
 
 // TestAgainstCPython checks the formatting against Debian's python3 where it
 // is installed; the tables above pin the behaviour everywhere else.
-func TestAgainstCPython(t *testing.T) {
+func TestReprAgainstCPython(t *testing.T) {
 	py, err := exec.LookPath("/usr/bin/python3")
 	testutil.Need(t, "Debian's /usr/bin/python3 to compare with", err)
 	inputs := []string{"plain", "it's", `both'"`, "\x00\x1b[0m", "naïve ☃ \u0085 \u2028 \ufeff", "\U0001F600\U000e0001"}
@@ -53,11 +53,11 @@ func TestAgainstCPython(t *testing.T) {
 	var want []string
 	for _, s := range inputs {
 		in.WriteString("s\x1f" + s + "\x1e")
-		want = append(want, Str(s))
+		want = append(want, ReprStr(s))
 	}
 	for _, f := range floats {
-		in.WriteString("f\x1f" + Float(f) + "\x1e")
-		want = append(want, Float(f))
+		in.WriteString("f\x1f" + ReprFloat(f) + "\x1e")
+		want = append(want, ReprFloat(f))
 	}
 	cmd := exec.Command(py, "-c", script.String())
 	cmd.Stdin = strings.NewReader(in.String())
@@ -71,7 +71,7 @@ func TestAgainstCPython(t *testing.T) {
 	}
 	for i := range want {
 		if got[i] != want[i] {
-			t.Errorf("case %d: python %s, pyfmt %s", i, got[i], want[i])
+			t.Errorf("case %d: python %s, pyvalue %s", i, got[i], want[i])
 		}
 	}
 }

@@ -1,7 +1,4 @@
-// Package pyfmt formats values the way CPython's repr() and str() do, for the
-// places where upstream's Python text reaches a client: error messages that
-// quote a command list, timeouts printed as numbers, accessibility values.
-package pyfmt
+package pyvalue
 
 import (
 	"strconv"
@@ -10,10 +7,10 @@ import (
 	"unicode/utf8"
 )
 
-// Float is repr(float): the shortest digits that round-trip, positional when
+// ReprFloat is repr(float): the shortest digits that round-trip, positional when
 // the decimal exponent is in [-4, 16) (with ".0" when there is no fraction),
 // scientific otherwise with a signed, at least two-digit exponent.
-func Float(v float64) string {
+func ReprFloat(v float64) string {
 	switch {
 	case v != v:
 		return "nan"
@@ -43,10 +40,10 @@ func Float(v float64) string {
 	return s
 }
 
-// Str is repr(str): single quotes unless the text contains a single quote
+// ReprStr is repr(str): single quotes unless the text contains a single quote
 // and no double quote; backslash, the quote, \t \n \r escaped; other
 // non-printable characters as \xNN, \uNNNN or \UNNNNNNNN.
-func Str(s string) string {
+func ReprStr(s string) string {
 	q := byte('\'')
 	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
 		q = '"'
@@ -88,11 +85,11 @@ func Str(s string) string {
 	return b.String()
 }
 
-// StrList is repr(list of str): "['a', 'b']".
-func StrList(items []string) string {
+// ReprStrList is repr(list of str): "['a', 'b']".
+func ReprStrList(items []string) string {
 	parts := make([]string, len(items))
 	for i, s := range items {
-		parts[i] = Str(s)
+		parts[i] = ReprStr(s)
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }

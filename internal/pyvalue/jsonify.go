@@ -1,4 +1,4 @@
-package guestd
+package pyvalue
 
 import (
 	"bytes"
@@ -8,22 +8,14 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/drums-dev/drums/internal/pyfmt"
-	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
-// Request JSON is decoded by pyvalue.Decode into Python-like values (numbers
-// as json.Number, the literal kept), and handlers read fields with Python's
-// semantics: defaults only for absent keys, flags by truthiness. Answers are
-// written the way Flask writes them.
-
-// jsonify renders v the way Flask's jsonify does in debug mode (upstream
+// Jsonify renders v the way Flask's Jsonify does in debug mode (upstream
 // runs with debug on): keys sorted by code point, indent 2, ": " after keys,
 // ensure_ascii escaping, and a final newline. Values: nil, bool, string,
 // int, int64, float64 (repr, with Infinity/NaN as Python writes them),
 // json.Number, []any, []int, map[string]any.
-func jsonify(v any) []byte {
+func Jsonify(v any) []byte {
 	var b bytes.Buffer
 	writeJSON(&b, v, 0)
 	b.WriteByte('\n')
@@ -49,11 +41,11 @@ func writeJSON(b *bytes.Buffer, v any, depth int) {
 	case float64:
 		b.WriteString(jsonFloat(x))
 	case json.Number:
-		if pyvalue.IsFloatLiteral(x) {
+		if IsFloatLiteral(x) {
 			f, _ := strconv.ParseFloat(string(x), 64)
 			b.WriteString(jsonFloat(f))
 		} else {
-			b.WriteString(pyvalue.Repr(x))
+			b.WriteString(Repr(x))
 		}
 	case []int:
 		items := make([]any, len(x))
@@ -100,7 +92,7 @@ func writeJSON(b *bytes.Buffer, v any, depth int) {
 		newline(b, depth)
 		b.WriteByte('}')
 	default:
-		panic(fmt.Sprintf("jsonify: unsupported type %T", v))
+		panic(fmt.Sprintf("Jsonify: unsupported type %T", v))
 	}
 }
 
@@ -121,7 +113,7 @@ func jsonFloat(f float64) string {
 	case math.IsInf(f, -1):
 		return "-Infinity"
 	}
-	return pyfmt.Float(f)
+	return ReprFloat(f)
 }
 
 const hexDigits = "0123456789abcdef"

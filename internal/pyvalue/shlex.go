@@ -1,20 +1,20 @@
-package guestd
+package pyvalue
 
 import "errors"
 
 // Python's shlex.split raises these ValueErrors; their texts are the ones
 // upstream would show.
 var (
-	errNoClosingQuotation = errors.New("No closing quotation")
-	errNoEscapedCharacter = errors.New("No escaped character")
+	ErrNoClosingQuotation = errors.New("No closing quotation")
+	ErrNoEscapedCharacter = errors.New("No escaped character")
 )
 
-// shlexSplit is Python's shlex.split(s) (POSIX mode, comments off,
+// ShlexSplit is Python's shlex.split(s) (POSIX mode, comments off,
 // whitespace_split): whitespace is space, tab, CR and LF; single quotes
 // are literal; in double quotes a backslash escapes only " and \ (and is
 // kept otherwise); outside quotes a backslash escapes any character; ”
 // gives an empty word; # is an ordinary character.
-func shlexSplit(s string) ([]string, error) {
+func ShlexSplit(s string) ([]string, error) {
 	const (
 		stWhite = iota
 		stWord
@@ -75,9 +75,9 @@ func shlexSplit(s string) ([]string, error) {
 	}
 	switch state {
 	case stSingle, stDouble:
-		return nil, errNoClosingQuotation
+		return nil, ErrNoClosingQuotation
 	case stEscape:
-		return nil, errNoEscapedCharacter
+		return nil, ErrNoEscapedCharacter
 	}
 	if inWord {
 		words = append(words, string(word))
