@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/drums-dev/drums/guestd/client"
 )
 
 // Env is one task on one desktop: what OSWorld's SetupController, getters
 // and metrics see of DesktopEnv (controller, cache_dir, ports, screen).
 type Env struct {
-	Guest   *Guest
+	Guest   *client.Client
 	TaskID  string
 	Screen  Screen
 	Cache   FileCache

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/drums-dev/drums/guestd/client"
 	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
@@ -238,7 +239,7 @@ func (e *Env) Evaluate(ctx context.Context, t *Task, lastFail bool) Evaluation {
 	for i, f := range evr.Funcs {
 		mr := MetricResult{Func: f}
 		result, rerr := e.runGetter(ctx, &ev, "result", i, evr.Results[i])
-		if rerr != nil && errors.Is(rerr, ErrFileNotFound) && evr.Results[i] != nil && computable {
+		if rerr != nil && errors.Is(rerr, client.ErrFileNotFound) && evr.Results[i] != nil && computable {
 			// OSWorld: a FileNotFoundError in the result getter scores 0
 			// under "and" and skips the metric under "or".
 			mr.Error = rerr.Error()

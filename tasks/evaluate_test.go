@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drums-dev/drums/guestd/client"
 	"github.com/google/go-cmp/cmp"
 )
 
 // execByCommand answers /execute by the command's words.
-func execByCommand(answers map[string]ExecResult) http.HandlerFunc {
+func execByCommand(answers map[string]client.ExecResult) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Command any `json:"command"`
@@ -39,7 +40,7 @@ func mustTask(t *testing.T, doc string) *Task {
 
 func TestEvaluateConjunctions(t *testing.T) {
 	f := newFakeGuest(t)
-	f.handle("/execute", execByCommand(map[string]ExecResult{
+	f.handle("/execute", execByCommand(map[string]client.ExecResult{
 		"get a": {Output: "uint32 300\n"},
 		"get b": {Output: "false\n"},
 	}))
@@ -102,7 +103,7 @@ func TestEvaluateNotNativeStillRunsGetters(t *testing.T) {
 // result, so there is no score (never a 0), with the exception as reason.
 func TestEvaluateMetricErrorNoScore(t *testing.T) {
 	f := newFakeGuest(t)
-	f.handle("/execute", execByCommand(map[string]ExecResult{"timedatectl status": {Error: "System has not been booted with systemd"}}))
+	f.handle("/execute", execByCommand(map[string]client.ExecResult{"timedatectl status": {Error: "System has not been booted with systemd"}}))
 	e := testEnv(t, f)
 	task := mustTask(t, `{"id": "x", "evaluator": {"func": "is_utc_0", "result": {"type": "vm_command_line", "command": "timedatectl status", "shell": true}}}`)
 	ev := e.Evaluate(context.Background(), task, false)
@@ -130,7 +131,7 @@ func TestGettersOverFakeGuest(t *testing.T) {
 	f.handle("/accessibility", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"AT": `<desktop-frame xmlns:st="s"><application name="Chromium"><frame><entry name="Address and search bar" st:focused="true">example.com/page</entry></frame></application></desktop-frame>`})
 	})
-	f.handle("/execute", execByCommand(map[string]ExecResult{
+	f.handle("/execute", execByCommand(map[string]client.ExecResult{
 		"python3 -c from datetime import datetime; print(datetime.now().astimezone().isoformat())": {Output: "2024-03-07T10:00:00.123456+01:00\n"},
 	}))
 	e := testEnv(t, f)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/drums-dev/drums/guestd/client"
 )
 
 // fakeGuest is a test double of the guest server: it records every request
@@ -74,7 +76,7 @@ func (f *fakeGuest) serve(w http.ResponseWriter, r *http.Request) {
 	case "/terminal":
 		writeJSON(w, 200, map[string]any{"output": nil, "status": "success"})
 	case "/execute", "/setup/execute":
-		writeJSON(w, 200, ExecResult{Status: "success"})
+		writeJSON(w, 200, client.ExecResult{Status: "success"})
 	case "/screenshot":
 		w.Header().Set("Content-Type", "image/png")
 		_, _ = w.Write([]byte("\x89PNG\r\n\x1a\nfake"))
@@ -111,8 +113,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // testEnv is an Env over the fake guest with short pauses.
 func testEnv(t *testing.T, f *fakeGuest) *Env {
-	g := NewGuest(f.srv.URL)
-	g.Retry = Retry{Attempts: 3, Pause: time.Millisecond}
+	g := client.New(f.srv.URL, nil)
+	g.Retry = client.Retry{Attempts: 3, Pause: time.Millisecond}
 	g.FileRetry = g.Retry
 	t.Cleanup(g.Close)
 	return &Env{

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drums-dev/drums/guestd/client"
 	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
@@ -110,7 +111,7 @@ func getVMCommand(field string) getter {
 			shell = false
 		}
 		r, err := e.Guest.Execute(ctx, "/execute", cfg["command"], shell)
-		var ge *GuestError
+		var ge *client.Error
 		if errors.As(err, &ge) {
 			return nil, nil
 		}
@@ -127,7 +128,7 @@ func getVMCommand(field string) getter {
 func getVMTerminalOutput(ctx context.Context, e *Env, _ Getter) (any, error) {
 	out, err := e.Guest.Terminal(ctx)
 	if err != nil {
-		var ge *GuestError
+		var ge *client.Error
 		if errors.As(err, &ge) {
 			return nil, nil
 		}
@@ -310,7 +311,7 @@ func getListDirectory(ctx context.Context, e *Env, cfg Getter) (any, error) {
 
 func getVMScreenSize(ctx context.Context, e *Env, _ Getter) (any, error) {
 	m, err := e.Guest.ScreenSize(ctx)
-	var ge *GuestError
+	var ge *client.Error
 	if errors.As(err, &ge) {
 		return nil, nil
 	}
@@ -348,7 +349,7 @@ func getVMWallpaper(ctx context.Context, e *Env, cfg Getter) (any, error) {
 
 func getAccessibilityTree(ctx context.Context, e *Env, _ Getter) (any, error) {
 	t, err := e.Guest.Accessibility(ctx)
-	var ge *GuestError
+	var ge *client.Error
 	if errors.As(err, &ge) {
 		return nil, nil
 	}
@@ -417,14 +418,14 @@ func getVLCPlayingInfo(ctx context.Context, e *Env, cfg Getter) (any, error) {
 	}
 	host := e.Guest.Host()
 	u := fmt.Sprintf("http://%s:%d/requests/status.xml", host, e.vlcPort())
-	a, err := e.Guest.getURL(ctx, u, "", "password")
+	a, err := e.Guest.GetURL(ctx, u, "", "password")
 	if err != nil {
 		return nil, err
 	}
-	if a.status != 200 {
+	if a.Status != 200 {
 		return nil, nil
 	}
-	local, err := e.saveWork(d, a.body)
+	local, err := e.saveWork(d, a.Body)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/drums-dev/drums/guestd/client"
 	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
@@ -122,7 +123,7 @@ func readText(path any) (string, error) {
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s", ErrFileNotFound, p)
+		return "", fmt.Errorf("%w: %s", client.ErrFileNotFound, p)
 	}
 	return pyvalue.UniversalNewlines(string(b)), nil
 }

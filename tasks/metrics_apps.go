@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/drums-dev/drums/guestd/client"
 	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
@@ -562,7 +563,7 @@ func isVLCPlaying(args []any, _ map[string]any) (float64, error) {
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s", ErrFileNotFound, p)
+		return 0, fmt.Errorf("%w: %s", client.ErrFileNotFound, p)
 	}
 	var st vlcStatus
 	if err := xml.Unmarshal(b, &st); err != nil {
@@ -626,7 +627,7 @@ func readVlcrc(p any) (string, error) {
 	}
 	b, err := os.ReadFile(s)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s", ErrFileNotFound, s)
+		return "", fmt.Errorf("%w: %s", client.ErrFileNotFound, s)
 	}
 	return string(b), nil
 }
@@ -808,7 +809,7 @@ func checkImageFileSize(args []any, _ map[string]any) (float64, error) {
 	}
 	st, err := os.Stat(p)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s", ErrFileNotFound, p)
+		return 0, fmt.Errorf("%w: %s", client.ErrFileNotFound, p)
 	}
 	rule, err := ruleMap(arg(args, 1), "rule")
 	if err != nil {
@@ -963,7 +964,7 @@ func checkAutoSavingTime(args []any, _ map[string]any) (float64, error) {
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s (the metric returns None)", ErrFileNotFound, p)
+		return 0, fmt.Errorf("%w: %s (the metric returns None)", client.ErrFileNotFound, p)
 	}
 	rules, err := ruleMap(arg(args, 1), "rules")
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drums-dev/drums/guestd/client"
 	"github.com/drums-dev/drums/internal/ctxtime"
 	"github.com/drums-dev/drums/internal/pyvalue"
 )
@@ -167,7 +168,7 @@ func (r *Runner) run(ctx context.Context, entries []Entry, tasks []*Task, loadEr
 	if err != nil {
 		return nil, fmt.Errorf("lease a desktop: %w", err)
 	}
-	probe := NewGuest(first.GuestURL)
+	probe := client.New(first.GuestURL, nil)
 	have, err := ProbePrograms(ctx, probe, sortedKeys(programs))
 	if err == nil && len(schemas) > 0 {
 		r.schemas, err = ProbeSchemas(ctx, probe)
@@ -349,7 +350,7 @@ func (r *Runner) env(d Desktop, t *Task) *Env {
 		w, h = r.cfg.Width, r.cfg.Height
 	}
 	return &Env{
-		Guest:    NewGuest(d.GuestURL),
+		Guest:    client.New(d.GuestURL, nil),
 		TaskID:   t.ID,
 		Screen:   Screen{Width: w, Height: h, Password: r.cfg.Password},
 		Cache:    r.cfg.Cache,
@@ -561,7 +562,7 @@ func (r *Runner) keep(t *Task, kind, suffix string, data []byte) string {
 // ProbePrograms asks the desktop which of the programs it has on PATH.
 // "python" stands for what OSWorld needs of it: `python -c "import
 // pyautogui; …"` working through /execute, however the guest provides it.
-func ProbePrograms(ctx context.Context, g *Guest, names []string) (map[string]bool, error) {
+func ProbePrograms(ctx context.Context, g *client.Client, names []string) (map[string]bool, error) {
 	have := map[string]bool{}
 	if len(names) == 0 {
 		return have, nil
@@ -572,12 +573,7 @@ func ProbePrograms(ctx context.Context, g *Guest, names []string) (map[string]bo
 	}
 	script := `for p in "$@"; do command -v "$p" >/dev/null 2>&1 && echo "$p"; done; true`
 	cmd := append([]string{script, "sh"}, names...)
-	var res ExecResult
-	err := g.retried(ctx, func() error {
-		var err error
-		res, err = g.Execute(ctx, "/execute", cmd, true)
-		return err
-	})
+	res, err := g.ExecuteRetried(ctx, cmd, true)
 	if err != nil {
 		return nil, err
 	}
@@ -590,13 +586,8 @@ func ProbePrograms(ctx context.Context, g *Guest, names []string) (map[string]bo
 }
 
 // ProbeSchemas lists the GSettings schemas the desktop has.
-func ProbeSchemas(ctx context.Context, g *Guest) (map[string]bool, error) {
-	var res ExecResult
-	err := g.retried(ctx, func() error {
-		var err error
-		res, err = g.Execute(ctx, "/execute", []string{"gsettings", "list-schemas"}, false)
-		return err
-	})
+func ProbeSchemas(ctx context.Context, g *client.Client) (map[string]bool, error) {
+	res, err := g.ExecuteRetried(ctx, []string{"gsettings", "list-schemas"}, false)
 	if err != nil {
 		return nil, err
 	}

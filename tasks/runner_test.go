@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/drums-dev/drums/guestd/client"
 )
 
 // fakeDesktops hands out fake guests; every desktop has the programs in
@@ -35,11 +37,11 @@ func (d *fakeDesktops) newGuest() *fakeGuest {
 		words := commandWords(req.Command)
 		switch {
 		case strings.Contains(words, "command -v"):
-			writeJSON(w, 200, ExecResult{Output: strings.Join(d.have, "\n") + "\n"})
+			writeJSON(w, 200, client.ExecResult{Output: strings.Join(d.have, "\n") + "\n"})
 		case strings.Contains(words, "panic-now"):
 			panic(http.ErrAbortHandler)
 		default:
-			writeJSON(w, 200, ExecResult{Output: "uint32 300\n"})
+			writeJSON(w, 200, client.ExecResult{Output: "uint32 300\n"})
 		}
 	})
 	return f

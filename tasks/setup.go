@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drums-dev/drums/guestd/client"
 	"github.com/drums-dev/drums/internal/ctxtime"
 	"github.com/drums-dev/drums/internal/pyvalue"
 )
@@ -232,7 +233,7 @@ const (
 )
 
 func transient(err error) bool {
-	var ge *GuestError
+	var ge *client.Error
 	if errors.As(err, &ge) {
 		return ge.Status == http.StatusBadGateway || ge.Status == http.StatusServiceUnavailable || ge.Status == http.StatusGatewayTimeout
 	}
@@ -394,7 +395,7 @@ func (e *Env) execute(ctx context.Context, p map[string]any) (string, error) {
 	return "", nil
 }
 
-func untilHolds(until map[string]any, r ExecResult) bool {
+func untilHolds(until map[string]any, r client.ExecResult) bool {
 	if rc, ok := until["returncode"].(float64); ok && int(rc) == r.ReturnCode && float64(int(rc)) == rc {
 		return true
 	}

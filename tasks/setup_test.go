@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drums-dev/drums/guestd/client"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -19,7 +20,7 @@ func step(typ string, params map[string]any) Step { return Step{Type: typ, Param
 func TestSetupExecuteSubstitutesAndSavesOutput(t *testing.T) {
 	f := newFakeGuest(t)
 	f.handle("/setup/execute", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, ExecResult{Status: "success", Output: "out\n", Error: "err\n"})
+		writeJSON(w, 200, client.ExecResult{Status: "success", Output: "out\n", Error: "err\n"})
 	})
 	e := testEnv(t, f)
 	res, err := e.Setup(context.Background(), []Step{step("execute", map[string]any{
@@ -61,7 +62,7 @@ func TestSetupExecuteUntil(t *testing.T) {
 		if n.Add(1) >= 3 {
 			out = "ready"
 		}
-		writeJSON(w, 200, ExecResult{Status: "success", Output: out, ReturnCode: 1})
+		writeJSON(w, 200, client.ExecResult{Status: "success", Output: out, ReturnCode: 1})
 	})
 	e := testEnv(t, f)
 	_, err := e.Setup(context.Background(), []Step{step("execute", map[string]any{
@@ -144,7 +145,7 @@ func TestSetupOpenRaises(t *testing.T) {
 	})
 	e := testEnv(t, f)
 	_, err := e.Setup(context.Background(), []Step{step("open", map[string]any{"path": "nope"}), step("sleep", map[string]any{"seconds": 0.0})})
-	var ge *GuestError
+	var ge *client.Error
 	if !errors.As(err, &ge) || ge.Status != 404 {
 		t.Fatalf("err = %v", err)
 	}

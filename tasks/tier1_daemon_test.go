@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	guestclient "github.com/drums-dev/drums/guestd/client"
 	"github.com/drums-dev/drums/internal/testimage"
 	"github.com/drums-dev/drums/internal/testutil"
 	"github.com/drums-dev/drums/provider/client"
@@ -236,7 +237,7 @@ func TestTier1EpisodeThroughDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := NewGuest(d.GuestURL)
+	g := guestclient.New(d.GuestURL, nil)
 	defer g.Close()
 	env := &Env{Guest: g, TaskID: task.ID, Screen: Screen{Width: d.Width, Height: d.Height, Password: "password"}, WorkDir: t.TempDir()}
 	res := RunEpisode(ctx, env, task, t.TempDir())

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drums-dev/drums/guestd/client"
 	"github.com/drums-dev/drums/internal/testimage"
 	"github.com/drums-dev/drums/internal/testutil"
 )
@@ -114,8 +115,8 @@ func startGuestd(t *testing.T, d *testutil.Desktop) *Env {
 	case <-time.After(testutil.ReadyTimeout):
 		t.Fatal("guestd did not say where it listens")
 	}
-	g := NewGuest("http://" + a)
-	g.Retry = Retry{Attempts: 3, Pause: 200 * time.Millisecond}
+	g := client.New("http://"+a, nil)
+	g.Retry = client.Retry{Attempts: 3, Pause: 200 * time.Millisecond}
 	g.FileRetry = g.Retry
 	t.Cleanup(g.Close)
 	return &Env{

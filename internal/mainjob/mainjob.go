@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/drums-dev/drums/guestd/client"
 	"github.com/drums-dev/drums/tasks"
 )
 
@@ -132,7 +133,7 @@ func runEpisodes(ctx context.Context, desktops *tasks.ProviderDesktops, cfg Conf
 			}
 			row.id = dk.ID
 			defer func() { _ = desktops.Release(context.WithoutCancel(ctx), dk.ID) }()
-			g := tasks.NewGuest(dk.GuestURL)
+			g := client.New(dk.GuestURL, nil)
 			defer g.Close()
 			env := &tasks.Env{Guest: g, TaskID: task.ID, Screen: tasks.Screen{Width: dk.Width, Height: dk.Height, Password: "password"},
 				WorkDir: filepath.Join(out, "episodes", dk.ID, "work")}

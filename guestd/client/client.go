@@ -1,4 +1,4 @@
-package tasks
+package client
 
 import (
 	"bytes"
@@ -17,12 +17,12 @@ import (
 	"github.com/drums-dev/drums/internal/ctxtime"
 )
 
-// Guest calls one desktop's guest server (guestd, or upstream main.py) the
+// Client calls one desktop's guest server (guestd, or upstream main.py) the
 // way OSWorld's PythonController and SetupController do. Each method says
 // which OSWorld call it stands for and keeps that call's retries; the pause
 // between attempts is Retry.Pause (OSWorld sleeps 5 s, sized for VMs whose
 // server restarts slowly; a drums desktop answers in milliseconds).
-type Guest struct {
+type Client struct {
 	base  string
 	http  *http.Client
 	Retry Retry
@@ -49,23 +49,28 @@ var DefaultRetry = Retry{Attempts: 3, Pause: time.Second}
 // apart.
 var OSWorldFileRetry = Retry{Attempts: 3, Pause: 5 * time.Second}
 
-// NewGuest returns a client for the guest server at baseURL
-// ("http://10.0.0.2:5000").
-func NewGuest(baseURL string) *Guest {
-	return &Guest{
+// New returns a client for the guest server at baseURL
+// ("http://10.0.0.2:5000") that sends its requests with hc, or, when hc is
+// nil, with a client of its own. Neither takes a proxy from the
+// environment: a desktop is an address of this host.
+func New(baseURL string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}}
+	}
+	return &Client{
 		base:      strings.TrimSuffix(baseURL, "/"),
-		http:      &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}},
+		http:      hc,
 		Retry:     DefaultRetry,
 		FileRetry: OSWorldFileRetry,
 	}
 }
 
 // Close drops idle connections.
-func (g *Guest) Close() { g.http.CloseIdleConnections() }
+func (g *Client) Close() { g.http.CloseIdleConnections() }
 
 // Host is the guest's address without the port: Chromium's DevTools (9222)
 // and VLC's HTTP interface (8080) listen there.
-func (g *Guest) Host() string {
+func (g *Client) Host() string {
 	u, err := url.Parse(g.base)
 	if err != nil {
 		return ""
@@ -82,14 +87,18 @@ type ExecResult struct {
 	Message    string `json:"message"`
 }
 
-type answer struct {
-	status int
-	body   []byte
-	header http.Header
+// Answer is a whole HTTP answer.
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
 }
 
-// call does one request. timeout 0 means none beyond ctx.
-func (g *Guest) call(ctx context.Context, method, endpoint, contentType string, body []byte, timeout time.Duration) (answer, error) {
+// Do sends one request to endpoint (a path, with its query) and reads the
+// whole answer, whatever its status: for callers that compare answers
+// (compat) or judge the status themselves. A Host in header becomes the
+// request's Host. timeout 0 means none beyond ctx.
+func (g *Client) Do(ctx context.Context, method, endpoint string, header http.Header, body []byte, timeout time.Duration) (Answer, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -101,53 +110,67 @@ func (g *Guest) call(ctx context.Context, method, endpoint, contentType string, 
 	}
 	req, err := http.NewRequestWithContext(ctx, method, g.base+endpoint, rd)
 	if err != nil {
-		return answer{}, fmt.Errorf("build %s %s: %w", method, endpoint, err)
+		return Answer{}, fmt.Errorf("build %s %s: %w", method, endpoint, err)
 	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+	for k, v := range header {
+		// The client writes Host from req.Host and ignores the header.
+		if http.CanonicalHeaderKey(k) == "Host" {
+			req.Host = v[0]
+			continue
+		}
+		req.Header[http.CanonicalHeaderKey(k)] = v
 	}
 	return g.do(req, method+" "+endpoint)
 }
 
+// call is Do with only a Content-Type (none when contentType is empty).
+func (g *Client) call(ctx context.Context, method, endpoint, contentType string, body []byte, timeout time.Duration) (Answer, error) {
+	var h http.Header
+	if contentType != "" {
+		h = http.Header{"Content-Type": {contentType}}
+	}
+	return g.Do(ctx, method, endpoint, h, body, timeout)
+}
+
 // do sends req and reads the whole answer; what names the request in
 // errors.
-func (g *Guest) do(req *http.Request, what string) (answer, error) {
+func (g *Client) do(req *http.Request, what string) (Answer, error) {
 	resp, err := g.http.Do(req)
 	if err != nil {
-		return answer{}, fmt.Errorf("%s: %w", what, err)
+		return Answer{}, fmt.Errorf("%s: %w", what, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return answer{}, fmt.Errorf("read answer of %s: %w", what, err)
+		return Answer{}, fmt.Errorf("read answer of %s: %w", what, err)
 	}
-	return answer{status: resp.StatusCode, body: b, header: resp.Header}, nil
+	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
 }
 
-// getURL is a GET of another service on the desktop (VLC's HTTP interface)
+// GetURL is a GET of another service on the desktop (VLC's HTTP interface)
 // with basic authentication.
-func (g *Guest) getURL(ctx context.Context, rawURL, user, password string) (answer, error) {
+func (g *Client) GetURL(ctx context.Context, rawURL, user, password string) (Answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, executeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return answer{}, fmt.Errorf("build GET %s: %w", rawURL, err)
+		return Answer{}, fmt.Errorf("build GET %s: %w", rawURL, err)
 	}
 	req.SetBasicAuth(user, password)
 	return g.do(req, "GET "+rawURL)
 }
 
-func (g *Guest) postJSON(ctx context.Context, endpoint string, v any, timeout time.Duration) (answer, error) {
+func (g *Client) postJSON(ctx context.Context, endpoint string, v any, timeout time.Duration) (Answer, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return answer{}, fmt.Errorf("encode %s request: %w", endpoint, err)
+		return Answer{}, fmt.Errorf("encode %s request: %w", endpoint, err)
 	}
 	return g.call(ctx, http.MethodPost, endpoint, "application/json", b, timeout)
 }
 
 // post is one POST of v as JSON to an endpoint that answers 200 on
 // success; its JSON answer is decoded into out unless out is nil.
-func (g *Guest) post(ctx context.Context, endpoint string, v, out any, timeout time.Duration) error {
+func (g *Client) post(ctx context.Context, endpoint string, v, out any, timeout time.Duration) error {
 	a, err := g.postJSON(ctx, endpoint, v, timeout)
 	if err != nil {
 		return err
@@ -155,36 +178,36 @@ func (g *Guest) post(ctx context.Context, endpoint string, v, out any, timeout t
 	return okJSON(endpoint, a, out)
 }
 
-func (g *Guest) postForm(ctx context.Context, endpoint string, form url.Values) (answer, error) {
+func (g *Client) postForm(ctx context.Context, endpoint string, form url.Values) (Answer, error) {
 	return g.call(ctx, http.MethodPost, endpoint, "application/x-www-form-urlencoded", []byte(form.Encode()), 0)
 }
 
-// okJSON checks that a is a 200 answer (else a *GuestError) and decodes its
+// okJSON checks that a is a 200 answer (else a *Error) and decodes its
 // JSON into out unless out is nil.
-func okJSON(endpoint string, a answer, out any) error {
-	if a.status != http.StatusOK {
+func okJSON(endpoint string, a Answer, out any) error {
+	if a.Status != http.StatusOK {
 		return guestErr(endpoint, a)
 	}
 	if out == nil {
 		return nil
 	}
-	if err := json.Unmarshal(a.body, out); err != nil {
+	if err := json.Unmarshal(a.Body, out); err != nil {
 		return fmt.Errorf("decode %s answer: %w", endpoint, err)
 	}
 	return nil
 }
 
-func guestErr(endpoint string, a answer) error {
-	body := strings.TrimSpace(string(a.body))
+func guestErr(endpoint string, a Answer) error {
+	body := strings.TrimSpace(string(a.Body))
 	if len(body) > 300 {
 		body = body[:300] + "…"
 	}
-	return &GuestError{Endpoint: endpoint, Status: a.status, Body: body}
+	return &Error{Endpoint: endpoint, Status: a.Status, Body: body}
 }
 
 // retried runs fn up to Retry.Attempts times, pausing between attempts, as
 // PythonController's methods do; it returns the last error.
-func (g *Guest) retried(ctx context.Context, fn func() error) error {
+func (g *Client) retried(ctx context.Context, fn func() error) error {
 	return retry(ctx, g.Retry, fn)
 }
 
@@ -210,8 +233,8 @@ const executeTimeout = 130 * time.Second
 
 // Execute is one POST to endpoint (/execute or /setup/execute) with command
 // and shell passed as the task gave them (the guest applies Python's
-// truthiness to shell). A non-200 answer is a *GuestError.
-func (g *Guest) Execute(ctx context.Context, endpoint string, command, shell any) (ExecResult, error) {
+// truthiness to shell). A non-200 answer is a *Error.
+func (g *Client) Execute(ctx context.Context, endpoint string, command, shell any) (ExecResult, error) {
 	var r ExecResult
 	if err := g.post(ctx, endpoint, map[string]any{"command": command, "shell": shell}, &r, executeTimeout); err != nil {
 		return ExecResult{}, err
@@ -225,46 +248,52 @@ const PythonPrefix = "import pyautogui; import time; pyautogui.FAILSAFE = False;
 
 // ExecutePython is PythonController.execute_python_command: python -c with
 // pyautogui imported, retried on non-200 answers and transport errors.
-func (g *Guest) ExecutePython(ctx context.Context, code string) (ExecResult, error) {
+func (g *Client) ExecutePython(ctx context.Context, code string) (ExecResult, error) {
+	return g.ExecuteRetried(ctx, []string{"python", "-c", PythonPrefix + code}, false)
+}
+
+// ExecuteRetried is Execute on /execute, retried on non-200 answers and
+// transport errors as PythonController's calls are.
+func (g *Client) ExecuteRetried(ctx context.Context, command, shell any) (ExecResult, error) {
 	var r ExecResult
 	err := g.retried(ctx, func() error {
 		var err error
-		r, err = g.Execute(ctx, "/execute", []string{"python", "-c", PythonPrefix + code}, false)
+		r, err = g.Execute(ctx, "/execute", command, shell)
 		return err
 	})
 	return r, err
 }
 
 // Launch is one POST /setup/launch.
-func (g *Guest) Launch(ctx context.Context, command, shell any, timeout time.Duration) error {
+func (g *Client) Launch(ctx context.Context, command, shell any, timeout time.Duration) error {
 	return g.post(ctx, "/setup/launch", map[string]any{"command": command, "shell": shell}, nil, timeout)
 }
 
 // OpenFile is POST /setup/open_file: the guest opens path (or starts the
 // application) and waits for its window.
-func (g *Guest) OpenFile(ctx context.Context, p string, timeout time.Duration) error {
+func (g *Client) OpenFile(ctx context.Context, p string, timeout time.Duration) error {
 	a, err := g.postJSON(ctx, "/setup/open_file", map[string]any{"path": p}, timeout)
 	if err != nil {
 		return err
 	}
-	if a.status >= 400 {
+	if a.Status >= 400 {
 		return guestErr("/setup/open_file", a)
 	}
 	return nil
 }
 
 // Window is POST /setup/activate_window or /setup/close_window.
-func (g *Guest) Window(ctx context.Context, endpoint, name string, strict, byClass bool) error {
+func (g *Client) Window(ctx context.Context, endpoint, name string, strict, byClass bool) error {
 	return g.post(ctx, endpoint, map[string]any{"window_name": name, "strict": strict, "by_class": byClass}, nil, executeTimeout)
 }
 
 // ChangeWallpaper is POST /setup/change_wallpaper.
-func (g *Guest) ChangeWallpaper(ctx context.Context, p string) error {
+func (g *Client) ChangeWallpaper(ctx context.Context, p string) error {
 	return g.post(ctx, "/setup/change_wallpaper", map[string]any{"path": p}, nil, executeTimeout)
 }
 
 // ExecuteWithVerification is POST /setup/execute_with_verification.
-func (g *Guest) ExecuteWithVerification(ctx context.Context, params map[string]any, timeout time.Duration) (map[string]any, error) {
+func (g *Client) ExecuteWithVerification(ctx context.Context, params map[string]any, timeout time.Duration) (map[string]any, error) {
 	var m map[string]any
 	if err := g.post(ctx, "/setup/execute_with_verification", params, &m, timeout); err != nil {
 		return nil, err
@@ -277,7 +306,7 @@ const uploadTimeout = 600 * time.Second
 
 // Upload is one POST /setup/upload of data to vmPath, as a multipart form
 // with the fields OSWorld's MultipartEncoder sends.
-func (g *Guest) Upload(ctx context.Context, vmPath string, data []byte) error {
+func (g *Client) Upload(ctx context.Context, vmPath string, data []byte) error {
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)
 	if err := w.WriteField("file_path", vmPath); err != nil {
@@ -297,7 +326,7 @@ func (g *Guest) Upload(ctx context.Context, vmPath string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if a.status != http.StatusOK {
+	if a.Status != http.StatusOK {
 		return guestErr("/setup/upload", a)
 	}
 	return nil
@@ -305,21 +334,21 @@ func (g *Guest) Upload(ctx context.Context, vmPath string, data []byte) error {
 
 // GetFile is PythonController.get_file: POST /file, retried; a file the
 // guest does not have (after the retries) is ErrFileNotFound.
-func (g *Guest) GetFile(ctx context.Context, p string) ([]byte, error) {
+func (g *Client) GetFile(ctx context.Context, p string) ([]byte, error) {
 	var data []byte
 	err := retry(ctx, g.FileRetry, func() error {
 		a, err := g.postForm(ctx, "/file", url.Values{"file_path": {p}})
 		if err != nil {
 			return err
 		}
-		if a.status != http.StatusOK {
+		if a.Status != http.StatusOK {
 			return guestErr("/file", a)
 		}
-		data = a.body
+		data = a.Body
 		return nil
 	})
 	if err != nil {
-		var ge *GuestError
+		var ge *Error
 		if errors.As(err, &ge) && ge.Status == http.StatusNotFound {
 			return nil, fmt.Errorf("get %s: %w", p, ErrFileNotFound)
 		}
@@ -332,29 +361,29 @@ func (g *Guest) GetFile(ctx context.Context, p string) ([]byte, error) {
 const screenshotTimeout = 10 * time.Second
 
 // Screenshot is PythonController.get_screenshot: 200 with PNG or JPEG bytes.
-func (g *Guest) Screenshot(ctx context.Context) ([]byte, error) {
+func (g *Client) Screenshot(ctx context.Context) ([]byte, error) {
 	var img []byte
 	err := g.retried(ctx, func() error {
 		a, err := g.call(ctx, http.MethodGet, "/screenshot", "", nil, screenshotTimeout)
 		if err != nil {
 			return err
 		}
-		if a.status != http.StatusOK {
+		if a.Status != http.StatusOK {
 			return guestErr("/screenshot", a)
 		}
-		ct := a.header.Get("Content-Type")
-		if !bytes.HasPrefix(a.body, []byte("\x89PNG\r\n\x1a\n")) && !bytes.HasPrefix(a.body, []byte("\xff\xd8")) &&
+		ct := a.Header.Get("Content-Type")
+		if !bytes.HasPrefix(a.Body, []byte("\x89PNG\r\n\x1a\n")) && !bytes.HasPrefix(a.Body, []byte("\xff\xd8")) &&
 			!strings.HasPrefix(ct, "image/png") && !strings.HasPrefix(ct, "image/jpeg") {
-			return fmt.Errorf("get /screenshot: answer is not an image (%s, %d bytes)", ct, len(a.body))
+			return fmt.Errorf("get /screenshot: answer is not an image (%s, %d bytes)", ct, len(a.Body))
 		}
-		img = a.body
+		img = a.Body
 		return nil
 	})
 	return img, err
 }
 
 // Accessibility is PythonController.get_accessibility_tree: the AT field.
-func (g *Guest) Accessibility(ctx context.Context) (string, error) {
+func (g *Client) Accessibility(ctx context.Context) (string, error) {
 	var m struct {
 		AT string `json:"AT"`
 	}
@@ -364,7 +393,7 @@ func (g *Guest) Accessibility(ctx context.Context) (string, error) {
 
 // Terminal is PythonController.get_terminal_output; nil when no terminal
 // has the focus.
-func (g *Guest) Terminal(ctx context.Context) (*string, error) {
+func (g *Client) Terminal(ctx context.Context) (*string, error) {
 	var m struct {
 		Output *string `json:"output"`
 	}
@@ -377,12 +406,12 @@ const readyTimeout = 10 * time.Second
 
 // Ready is SetupController.setup()'s readiness probe: GET /terminal answers
 // with a status below 500. One attempt.
-func (g *Guest) Ready(ctx context.Context) error {
+func (g *Client) Ready(ctx context.Context) error {
 	a, err := g.call(ctx, http.MethodGet, "/terminal", "", nil, readyTimeout)
 	if err != nil {
 		return err
 	}
-	if a.status >= 500 {
+	if a.Status >= 500 {
 		return guestErr("/terminal", a)
 	}
 	return nil
@@ -390,7 +419,7 @@ func (g *Guest) Ready(ctx context.Context) error {
 
 // jsonCall is one retried call whose 200 answer is JSON decoded into out;
 // timeout none beyond ctx.
-func (g *Guest) jsonCall(ctx context.Context, method, endpoint, contentType string, body []byte, out any) error {
+func (g *Client) jsonCall(ctx context.Context, method, endpoint, contentType string, body []byte, out any) error {
 	return g.retried(ctx, func() error {
 		a, err := g.call(ctx, method, endpoint, contentType, body, 0)
 		if err != nil {
@@ -401,7 +430,7 @@ func (g *Guest) jsonCall(ctx context.Context, method, endpoint, contentType stri
 }
 
 // ScreenSize is PythonController.get_vm_screen_size: {"width", "height"}.
-func (g *Guest) ScreenSize(ctx context.Context) (map[string]any, error) {
+func (g *Client) ScreenSize(ctx context.Context) (map[string]any, error) {
 	var m map[string]any
 	err := g.jsonCall(ctx, http.MethodPost, "/screen_size", "", nil, &m)
 	return m, err
@@ -409,12 +438,12 @@ func (g *Guest) ScreenSize(ctx context.Context) (map[string]any, error) {
 
 // WindowSize is PythonController.get_vm_window_size; nil when no window of
 // that class exists (OSWorld returns None).
-func (g *Guest) WindowSize(ctx context.Context, class string) (map[string]any, error) {
+func (g *Client) WindowSize(ctx context.Context, class string) (map[string]any, error) {
 	var m map[string]any
 	err := g.jsonCall(ctx, http.MethodPost, "/window_size", "application/x-www-form-urlencoded",
 		[]byte(url.Values{"app_class_name": {class}}.Encode()), &m)
 	if err != nil {
-		var ge *GuestError
+		var ge *Error
 		if errors.As(err, &ge) {
 			return nil, nil
 		}
@@ -425,20 +454,20 @@ func (g *Guest) WindowSize(ctx context.Context, class string) (map[string]any, e
 
 // Wallpaper is PythonController.get_vm_wallpaper: the image bytes, nil when
 // the guest has none.
-func (g *Guest) Wallpaper(ctx context.Context) ([]byte, error) {
+func (g *Client) Wallpaper(ctx context.Context) ([]byte, error) {
 	var data []byte
 	err := g.retried(ctx, func() error {
 		a, err := g.call(ctx, http.MethodPost, "/wallpaper", "", nil, 0)
 		if err != nil {
 			return err
 		}
-		if a.status != http.StatusOK {
+		if a.Status != http.StatusOK {
 			return guestErr("/wallpaper", a)
 		}
-		data = a.body
+		data = a.Body
 		return nil
 	})
-	var ge *GuestError
+	var ge *Error
 	if errors.As(err, &ge) {
 		return nil, nil
 	}
@@ -447,14 +476,14 @@ func (g *Guest) Wallpaper(ctx context.Context) ([]byte, error) {
 
 // ListDirectory is PythonController.get_vm_directory_tree; nil when the
 // guest refuses the path.
-func (g *Guest) ListDirectory(ctx context.Context, p string) (any, error) {
+func (g *Client) ListDirectory(ctx context.Context, p string) (any, error) {
 	b, err := json.Marshal(map[string]any{"path": p})
 	if err != nil {
 		return nil, fmt.Errorf("encode /list_directory request: %w", err)
 	}
 	var m map[string]any
 	err = g.jsonCall(ctx, http.MethodPost, "/list_directory", "application/json", b, &m)
-	var ge *GuestError
+	var ge *Error
 	if errors.As(err, &ge) {
 		return nil, nil
 	}
@@ -465,7 +494,7 @@ func (g *Guest) ListDirectory(ctx context.Context, p string) (any, error) {
 }
 
 // DesktopPath is PythonController.get_vm_desktop_path.
-func (g *Guest) DesktopPath(ctx context.Context) (string, error) {
+func (g *Client) DesktopPath(ctx context.Context) (string, error) {
 	var m struct {
 		DesktopPath string `json:"desktop_path"`
 	}
