@@ -1,11 +1,7 @@
 package tasks
 
 import (
-	"bufio"
 	"context"
-	"crypto/sha1"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -17,11 +13,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/coder/websocket"
 	"github.com/google/go-cmp/cmp"
 )
 
 // fakeBrowser is a test double of Chromium's DevTools endpoint: tabs with
-// URLs and titles, driven over a real WebSocket (unmasked server frames).
+// URLs and titles, driven over a real WebSocket.
 type fakeBrowser struct {
 	srv   *httptest.Server
 	mu    sync.Mutex
@@ -87,24 +84,17 @@ func (b *fakeBrowser) serve(w http.ResponseWriter, r *http.Request) {
 		b.origin = true
 		b.mu.Unlock()
 	}
-	sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + wsGUID))
-	conn, rw, err := w.(http.Hijacker).Hijack()
+	ws, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return
 	}
-	defer conn.Close()
-	fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n", base64.StdEncoding.EncodeToString(sum[:]))
-	_ = rw.Flush()
-	ws := &wsConn{conn: conn, rd: rw.Reader}
-	var wmu sync.Mutex
+	defer ws.CloseNow()
 	send := func(v any) {
 		msg, _ := json.Marshal(v)
-		wmu.Lock()
-		defer wmu.Unlock()
-		writeServerFrame(rw.Writer, msg)
+		_ = ws.Write(r.Context(), websocket.MessageText, msg)
 	}
 	for {
-		msg, err := ws.ReadMessage()
+		_, msg, err := ws.Read(r.Context())
 		if err != nil {
 			return
 		}
@@ -123,22 +113,6 @@ func (b *fakeBrowser) serve(w http.ResponseWriter, r *http.Request) {
 			send(map[string]any{"method": event, "params": map[string]any{}, "sessionId": m.SessionID})
 		}
 	}
-}
-
-func writeServerFrame(w *bufio.Writer, msg []byte) {
-	hdr := []byte{0x81}
-	switch n := len(msg); {
-	case n < 126:
-		hdr = append(hdr, byte(n))
-	case n <= 0xFFFF:
-		hdr = append(hdr, 126, byte(n>>8), byte(n))
-	default:
-		hdr = append(hdr, 127)
-		hdr = binary.BigEndian.AppendUint64(hdr, uint64(n))
-	}
-	_, _ = w.Write(hdr)
-	_, _ = w.Write(msg)
-	_ = w.Flush()
 }
 
 func (b *fakeBrowser) page(id string) *fakePage {

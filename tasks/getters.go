@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/drums-dev/drums/guestd/client"
+	"github.com/drums-dev/drums/internal/cdp"
 	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
@@ -676,8 +677,8 @@ func getBookmarks(ctx context.Context, e *Env, _ Getter) (any, error) {
 }
 
 // connectChrome is connect_over_cdp as the getters use it: one quick try.
-func (e *Env) connectChrome(ctx context.Context) (*cdp, error) {
-	return dialCDP(ctx, e.Guest.Host(), e.chromiumPort())
+func (e *Env) connectChrome(ctx context.Context) (*cdp.Conn, error) {
+	return cdp.Dial(ctx, e.Guest.Host(), e.chromiumPort())
 }
 
 // relaunchWait is how long get_open_tabs_info waits for a Chromium it
@@ -697,13 +698,13 @@ func getOpenTabsInfo(ctx context.Context, e *Env, _ Getter) (any, error) {
 		}
 	}
 	defer c.Close()
-	pages, err := c.pages(ctx)
+	pages, err := c.Pages(ctx)
 	if err != nil {
 		return []any{}, nil
 	}
 	out := []any{}
 	for _, p := range pages {
-		title, err := c.pageTitle(ctx, p.TargetID)
+		title, err := c.Title(ctx, p.TargetID)
 		if err != nil {
 			title = "Error encountered"
 		}
@@ -843,26 +844,26 @@ func getActiveTabInfo(ctx context.Context, e *Env, cfg Getter) (any, error) {
 		return nil, nil
 	}
 	defer c.Close()
-	_, s, err := c.newPage(ctx)
+	_, s, err := c.NewPage(ctx)
 	if err != nil {
 		return nil, nil
 	}
 	title := ""
-	if err := c.goTo(ctx, s, u.(string), activeTabLoad); err != nil {
-		if !errors.Is(err, errNavigation) || strings.Contains(err.Error(), ": net::") {
+	if err := c.Navigate(ctx, s, u.(string), activeTabLoad); err != nil {
+		if !errors.Is(err, cdp.ErrNavigation) || strings.Contains(err.Error(), ": net::") {
 			return nil, nil
 		}
 		title = "Load timeout"
 	}
 	var cur, content string
-	if err := c.eval(ctx, s, "location.href", &cur); err != nil {
+	if err := c.Eval(ctx, s, "location.href", &cur); err != nil {
 		return nil, nil
 	}
-	if err := c.eval(ctx, s, pageContentJS, &content); err != nil {
+	if err := c.Eval(ctx, s, cdp.PageContentJS, &content); err != nil {
 		return nil, nil
 	}
 	if title == "" {
-		if err := c.eval(ctx, s, "document.title", &title); err != nil {
+		if err := c.Eval(ctx, s, "document.title", &title); err != nil {
 			return nil, nil
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drums-dev/drums/guestd/client"
+	"github.com/drums-dev/drums/internal/cdp"
 	"github.com/drums-dev/drums/internal/ctxtime"
 	"github.com/drums-dev/drums/internal/pyvalue"
 )
@@ -460,25 +461,25 @@ func (e *Env) chromeOpenTabs(ctx context.Context, urls []string) (string, error)
 		return "", err
 	}
 	defer c.Close()
-	before, err := c.startupPages(ctx, t.CDPConnect)
+	before, err := startupPages(ctx, c, t.CDPConnect)
 	if err != nil {
 		return "", err
 	}
 	var warnings []string
 	for i, u := range urls {
-		_, session, err := c.newPage(ctx)
+		_, session, err := c.NewPage(ctx)
 		if err != nil {
 			return "", fmt.Errorf("open tab for %s: %w", u, err)
 		}
-		if err := c.goTo(ctx, session, u, t.PageLoad); err != nil {
-			if !errors.Is(err, errNavigation) {
+		if err := c.Navigate(ctx, session, u, t.PageLoad); err != nil {
+			if !errors.Is(err, cdp.ErrNavigation) {
 				return "", fmt.Errorf("open %s: %w", u, err)
 			}
 			warnings = append(warnings, err.Error())
 		}
-		c.detach(ctx, session)
+		c.Detach(ctx, session)
 		if i == 0 && len(before) > 0 {
-			if err := c.closeTarget(ctx, before[0].TargetID); err != nil {
+			if err := c.CloseTarget(ctx, before[0].TargetID); err != nil {
 				return "", fmt.Errorf("close the first tab: %w", err)
 			}
 		}
@@ -496,13 +497,13 @@ func (e *Env) chromeCloseTabs(ctx context.Context, urls []string) error {
 	}
 	defer c.Close()
 	for _, u := range urls {
-		pages, err := c.pages(ctx)
+		pages, err := c.Pages(ctx)
 		if err != nil {
 			return err
 		}
 		for _, p := range pages {
 			if compareURLs(p.URL, u, true) {
-				if err := c.closeTarget(ctx, p.TargetID); err != nil {
+				if err := c.CloseTarget(ctx, p.TargetID); err != nil {
 					return fmt.Errorf("close tab %s: %w", p.URL, err)
 				}
 				break
