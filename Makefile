@@ -79,7 +79,7 @@ race:                 ## tier-0 tests under the race detector
 # what a run finds is written under the package's testdata/fuzz, where it
 # stays as a seed that every plain go test runs.
 FUZZTIME ?= 10s
-FUZZ := ./guestd:FuzzShlex ./guestd:FuzzForm ./guestd:FuzzJSONBody ./internal/pyauto:FuzzSnippet \
+FUZZ := ./guestd:FuzzForm ./internal/pyvalue:FuzzShlex ./internal/pyvalue:FuzzJSONBody ./internal/pyauto:FuzzSnippet \
 	./internal/pyvalue:FuzzDecodeReplace ./provider:FuzzAPIRequest
 fuzz:                 ## each fuzz target briefly (FUZZTIME, 10s): request parsing of guestd and the daemon
 	@set -e; for t in $(FUZZ); do \

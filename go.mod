@@ -3,6 +3,7 @@ module github.com/drums-dev/drums
 go 1.26.0
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/godbus/dbus/v5 v5.2.4
 	github.com/google/go-cmp v0.7.0
 	github.com/google/nftables v0.3.0

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drums-dev/drums/internal/pyvalue"
 	"github.com/drums-dev/drums/internal/testutil"
 )
 
@@ -414,7 +415,7 @@ func terminalReady(root *xnode) string {
 	if a := root.app(terminalApp); a != nil {
 		for _, f := range a.find(func(n *xnode) bool { return n.Tag == "frame" && n.Attr["st:active"] == "true" }) {
 			if len(f.find(func(n *xnode) bool {
-				return n.Tag == "terminal" && n.Attr["st:focused"] == "true" && strings.HasSuffix(pyRstrip(n.Text), "prompt$")
+				return n.Tag == "terminal" && n.Attr["st:focused"] == "true" && strings.HasSuffix(pyvalue.Rstrip(n.Text), "prompt$")
 			})) == 1 {
 				return ""
 			}
@@ -464,7 +465,7 @@ func TestGnomeTerminal(t *testing.T) {
 	}
 	frame := app.one(t, "active frame", func(n *xnode) bool { return n.Tag == "frame" && n.Attr["st:active"] == "true" })
 	term := frame.one(t, "focused terminal", func(n *xnode) bool { return n.Tag == "terminal" && n.Attr["st:focused"] == "true" })
-	if pyRstrip(term.Text) != text {
+	if pyvalue.Rstrip(term.Text) != text {
 		t.Errorf("terminal element text %q, /terminal %q", term.Text, text)
 	}
 }

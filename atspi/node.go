@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/drums-dev/drums/internal/pyfmt"
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // nodeInfo is everything OSWorld's per-node code reads about one accessible,
@@ -128,7 +128,7 @@ func roleNameOf(info *nodeInfo) (string, error) {
 // tagFor is upstream's tag: the stripped role name, "unknown" when empty,
 // spaces as hyphens. stripped is the name the calc/thunderbird flag tests.
 func tagFor(roleName string) (tag, stripped string) {
-	stripped = pyStrip(roleName)
+	stripped = pyvalue.Strip(roleName)
 	tag = stripped
 	if tag == "" {
 		tag = "unknown"
@@ -229,7 +229,7 @@ func makeElement(info *nodeInfo, f treeFlag) (*element, treeFlag, error) {
 	if info.ifaces&ifValue != 0 {
 		for i, local := range [...]string{"value", "min", "max", "step"} {
 			if v := info.values[i]; v != nil {
-				e.attrs = append(e.attrs, xmlAttr{prefix: "val", local: local, value: pyfmt.Float(*v)})
+				e.attrs = append(e.attrs, xmlAttr{prefix: "val", local: local, value: pyvalue.ReprFloat(*v)})
 			}
 		}
 	}
@@ -274,23 +274,4 @@ func makeElement(info *nodeInfo, f treeFlag) (*element, treeFlag, error) {
 		return nil, f, fmt.Errorf("text: %w", errInvalidText)
 	}
 	return e, f, nil
-}
-
-// pyStrip is Python's str.strip() with no argument: it removes what
-// str.isspace() calls whitespace from both ends.
-func pyStrip(s string) string { return strings.TrimFunc(s, pyIsSpace) }
-
-// pyRstrip is str.rstrip().
-func pyRstrip(s string) string { return strings.TrimRightFunc(s, pyIsSpace) }
-
-// pyIsSpace is str.isspace() for one character: Unicode White_Space plus the
-// separators U+001C–U+001F, which Go's unicode.IsSpace leaves out.
-func pyIsSpace(r rune) bool {
-	switch {
-	case r >= 0x09 && r <= 0x0D, r >= 0x1C && r <= 0x20, r == 0x85, r == 0xA0,
-		r == 0x1680, r >= 0x2000 && r <= 0x200A, r == 0x2028, r == 0x2029,
-		r == 0x202F, r == 0x205F, r == 0x3000:
-		return true
-	}
-	return false
 }

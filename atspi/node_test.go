@@ -140,15 +140,3 @@ func TestMakeElementTolerated(t *testing.T) {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 }
-
-func TestPyStrip(t *testing.T) {
-	if got := pyRstrip("text \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\u0085\u00a0\u3000"); got != "text" {
-		t.Fatalf("rstrip left %q", got)
-	}
-	if got := pyStrip(" a b "); got != "a b" {
-		t.Fatalf("strip %q", got)
-	}
-	if got := pyRstrip("x\u200b"); got != "x\u200b" {
-		t.Fatal("U+200B is not whitespace in Python")
-	}
-}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // OSWorld's /terminal builds the whole desktop's tree and evaluates
@@ -54,7 +56,7 @@ func (w *walker) terminal(ctx context.Context, apps []objRef) *string {
 	if len(all) != 1 {
 		return nil
 	}
-	text := pyRstrip(all[0].text)
+	text := pyvalue.Rstrip(all[0].text)
 	return &text
 }
 

@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/drums-dev/drums/guestd/client"
 )
 
 // defaultTimeout bounds a request without its own timeout. It stays above
@@ -89,7 +91,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // send performs r against base (e.g. "http://10.0.0.2:5000"). Transport
 // failures are returned inside the Response: they are an answer to compare
 // (a server that drops the connection), not an error of the harness.
-func send(ctx context.Context, client *http.Client, base string, r *Request) Response {
+func send(ctx context.Context, hc *http.Client, base string, r *Request) Response {
 	body, ctype, err := r.body()
 	if err != nil {
 		return Response{Err: err}
@@ -98,37 +100,18 @@ func send(ctx context.Context, client *http.Client, base string, r *Request) Res
 	if r.Timeout > 0 {
 		timeout = time.Duration(r.Timeout * float64(time.Second))
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, r.Method, base+r.Path, rd)
-	if err != nil {
-		return Response{Err: fmt.Errorf("build request: %w", err)}
-	}
+	h := http.Header{}
 	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
+		h.Set("Content-Type", ctype)
 	}
 	for k, v := range r.Headers {
-		// The client writes Host from req.Host and ignores the header.
-		if strings.EqualFold(k, "Host") {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
+		h.Set(k, v)
 	}
-	resp, err := client.Do(req)
+	a, err := client.New(base, hc).Do(ctx, r.Method, r.Path, h, body, timeout)
 	if err != nil {
 		return Response{Err: err}
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return Response{Err: fmt.Errorf("read body: %w", err)}
-	}
-	return Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+	return Response{Status: a.Status, Header: a.Header, Body: a.Body}
 }
 
 // transportClass names a transport failure without the addresses and ports

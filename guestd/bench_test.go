@@ -40,7 +40,7 @@ import (
 // background) before every request, so that the whole screen changed.
 // The changes are made outside the timed request.
 func BenchmarkDesktop(b *testing.B) {
-	testutil.Tier1(b, "Xvfb", "openbox", debianPython, "gtk3-widget-factory", "convert", "display")
+	testutil.Tier1(b, "Xvfb", "openbox", testutil.DebianPython, "gtk3-widget-factory", "convert", "display")
 	size := testutil.DesktopOptions{Width: 1920, Height: 1080}
 	fast := startDesktop(b, size)
 	slow := startDesktop(b, size, func(c *Config) { c.NoFastPath = true })
@@ -105,8 +105,8 @@ func BenchmarkDesktop(b *testing.B) {
 		{"cursor_position", fast, http.MethodGet, "/cursor_position", nil, nil},
 		{"execute_fast_path", fast, http.MethodPost, "/execute", action("python", ""), nil},
 		{"execute_fast_path_pause0", fast, http.MethodPost, "/execute", action("python", "pyautogui.PAUSE = 0; "), nil},
-		{"execute_python3", slow, http.MethodPost, "/execute", action(debianPython, ""), nil},
-		{"execute_python3_pause0", slow, http.MethodPost, "/execute", action(debianPython, "pyautogui.PAUSE = 0; "), nil},
+		{"execute_python3", slow, http.MethodPost, "/execute", action(testutil.DebianPython, ""), nil},
+		{"execute_python3_pause0", slow, http.MethodPost, "/execute", action(testutil.DebianPython, "pyautogui.PAUSE = 0; "), nil},
 	}
 	if kit := os.Getenv("DRUMS_PYAUTOGUI_PYTHONPATH"); kit != "" {
 		noCV := b.TempDir()
@@ -118,7 +118,7 @@ func BenchmarkDesktop(b *testing.B) {
 			c.Environ = append(c.Environ, "PYTHONPATH="+noCV+":"+kit, "XDG_SESSION_TYPE=x11")
 		})
 		real.srv.deps.Actions = nil // the real pyautogui, no callback module
-		cases = append(cases, benchCase{"execute_python3_real_pyautogui_pause0", real, http.MethodPost, "/execute", action(debianPython, "pyautogui.PAUSE = 0; "), nil})
+		cases = append(cases, benchCase{"execute_python3_real_pyautogui_pause0", real, http.MethodPost, "/execute", action(testutil.DebianPython, "pyautogui.PAUSE = 0; "), nil})
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 	"syscall"
-	"unicode"
 
 	"github.com/labstack/echo/v4"
 
@@ -100,8 +99,8 @@ var errWmctrl = errors.New("wmctrl failed")
 func (s *Server) activateMatching(ctx context.Context, name, stem string) (bool, error) {
 	res, err := runCaptured(ctx, s.proc([]string{"wmctrl", "-l"}), runOptions{noTimeout: true})
 	if err != nil {
-		var oe *osError
-		if errors.As(err, &oe) && oe.errno == syscall.ENOENT {
+		var oe *pyvalue.OSError
+		if errors.As(err, &oe) && oe.Errno == syscall.ENOENT {
 			return false, fmt.Errorf("%w: %w", errWmctrl, err)
 		}
 		return false, err
@@ -109,7 +108,7 @@ func (s *Server) activateMatching(ctx context.Context, name, stem string) (bool,
 	if res.code != 0 {
 		return false, fmt.Errorf("%w: wmctrl -l exited with status %d", errWmctrl, res.code)
 	}
-	listing, err := pyText(res.stdout)
+	listing, err := pyvalue.Text(res.stdout)
 	if err != nil {
 		return false, err
 	}
@@ -231,11 +230,11 @@ func (s *Server) handleWallpaper(c echo.Context) error {
 		s.log.Warn("gsettings get picture-uri failed", "status", res.code, "stderr", string(res.stderr))
 		return reply(ErrNotFound, "Wallpaper file not found")
 	}
-	out, err := decodeUTF8(res.stdout)
+	out, err := pyvalue.DecodeUTF8(res.stdout)
 	if err != nil {
 		return reply(nil, "%s", err)
 	}
-	path := strings.ReplaceAll(strings.ReplaceAll(pyStrip(out), "file://", ""), "'", "")
+	path := strings.ReplaceAll(strings.ReplaceAll(pyvalue.Strip(out), "file://", ""), "'", "")
 	if path == "" {
 		return reply(ErrNotFound, "Wallpaper file not found")
 	}
@@ -254,17 +253,6 @@ func (s *Server) handleWallpaper(c echo.Context) error {
 		name: baseName(full), mimetype: "image/png",
 		size: st.Size(), mtime: st.ModTime(), etagPath: full, body: f,
 	})
-}
-
-// pyStrip is str.strip() with no argument (Unicode whitespace).
-func pyStrip(s string) string {
-	return strings.TrimFunc(s, isPySpace)
-}
-
-// isPySpace is str.isspace for one character: Go's unicode.IsSpace plus
-// the four information separators U+001C–U+001F.
-func isPySpace(r rune) bool {
-	return r >= 0x1c && r <= 0x1f || unicode.IsSpace(r)
 }
 
 // handleChangeWallpaper is POST /setup/change_wallpaper: gsettings set

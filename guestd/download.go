@@ -98,7 +98,7 @@ func (s *Server) fetch(ctx context.Context, url, target string) (int64, error) {
 
 	tmp, err := os.CreateTemp(dirName(target), ".guestd-download-*")
 	if err != nil {
-		return 0, asOSError(err, target)
+		return 0, pyvalue.AsOSError(err, target)
 	}
 	defer os.Remove(tmp.Name())
 	// requests' read timeout is per read, not for the whole body.
@@ -115,7 +115,7 @@ func (s *Server) fetch(ctx context.Context, url, target string) (int64, error) {
 		return 0, fmt.Errorf("Download incomplete. Expected %d bytes, got %d bytes", resp.ContentLength, n)
 	}
 	if err := os.Rename(tmp.Name(), target); err != nil {
-		return 0, asOSError(err, target)
+		return 0, pyvalue.AsOSError(err, target)
 	}
 	return n, nil
 }

@@ -6,6 +6,7 @@ import (
 	"html"
 	"net/http"
 
+	"github.com/drums-dev/drums/internal/pyvalue"
 	"github.com/labstack/echo/v4"
 )
 
@@ -146,7 +147,7 @@ func (s *Server) writeError(c echo.Context, style errorStyle, err error) error {
 	default:
 		body["message"], body["status"] = re.msg, "error"
 	}
-	return blob(c, status, mimeJSON, jsonify(body))
+	return blob(c, status, mimeJSON, pyvalue.Jsonify(body))
 }
 
 // werkzeugPage is the HTML Werkzeug writes for an HTTP error; description

@@ -12,7 +12,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/drums-dev/drums/internal/ctxtime"
-	"github.com/drums-dev/drums/internal/pyfmt"
 	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
@@ -56,7 +55,7 @@ func (s *Server) parseCommand(data map[string]any) (command, error) {
 			cmd.str, cmd.isStr = v, true
 			return cmd, nil
 		}
-		words, err := shlexSplit(v)
+		words, err := pyvalue.ShlexSplit(v)
 		if err != nil {
 			return cmd, badInput("split command: %v", err)
 		}
@@ -98,7 +97,7 @@ func (c command) String() string {
 	if c.isStr {
 		return c.str
 	}
-	return pyfmt.StrList(c.list)
+	return pyvalue.ReprStrList(c.list)
 }
 
 // pySeconds prints a timeout the way upstream's literal prints: an int when
@@ -108,7 +107,7 @@ func pySeconds(d time.Duration) string {
 	if sec == math.Trunc(sec) {
 		return fmt.Sprintf("%d", int64(sec))
 	}
-	return pyfmt.Float(sec)
+	return pyvalue.ReprFloat(sec)
 }
 
 // execResult is a finished command as the /execute family reports it.
@@ -155,11 +154,11 @@ func (s *Server) execTimeout(cmd command) error {
 
 // decodeResult decodes captured output as text mode does: stdout first.
 func decodeResult(res captured) (execResult, error) {
-	out, err := pyText(res.stdout)
+	out, err := pyvalue.Text(res.stdout)
 	if err != nil {
 		return execResult{}, reply(nil, "%s", err)
 	}
-	errOut, err := pyText(res.stderr)
+	errOut, err := pyvalue.Text(res.stderr)
 	if err != nil {
 		return execResult{}, reply(nil, "%s", err)
 	}
@@ -324,7 +323,7 @@ func (s *Server) wmctrlList(ctx context.Context) (string, error) {
 	if res.code != 0 {
 		return "", fmt.Errorf("wmctrl -l exited with status %d", res.code)
 	}
-	return pyText(res.stdout)
+	return pyvalue.Text(res.stdout)
 }
 
 // pySleep is time.sleep(v) with its errors, cut short when ctx ends.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/drums-dev/drums/internal/pyvalue"
 	"github.com/labstack/echo/v4"
 )
 
@@ -29,16 +30,16 @@ func (s *Server) handleFile(c echo.Context) error {
 		if errors.Is(err, os.ErrNotExist) {
 			return reply(ErrNotFound, "File not found")
 		}
-		return reply(nil, "Failed to serve file: %s", asOSError(err, path))
+		return reply(nil, "Failed to serve file: %s", pyvalue.AsOSError(err, path))
 	}
 	defer file.Close()
 	st, err := file.Stat()
 	if err != nil {
-		return reply(nil, "Failed to serve file: %s", asOSError(err, path))
+		return reply(nil, "Failed to serve file: %s", pyvalue.AsOSError(err, path))
 	}
 	if st.IsDir() {
 		// Python's open() refuses directories where Go's succeeds.
-		return reply(nil, "Failed to serve file: %s", newOSError(syscall.EISDIR, path))
+		return reply(nil, "Failed to serve file: %s", pyvalue.NewOSError(syscall.EISDIR, path))
 	}
 	return s.sendFile(c, download{
 		name:     baseName(path),
@@ -89,22 +90,22 @@ type dirID struct{ dev, ino uint64 }
 func listTree(name, real string, ancestors []dirID) map[string]any {
 	var st syscall.Stat_t
 	if err := syscall.Stat(real, &st); err != nil {
-		return map[string]any{"error": asOSError(err, name).Error()}
+		return map[string]any{"error": pyvalue.AsOSError(err, name).Error()}
 	}
 	id := dirID{uint64(st.Dev), st.Ino}
 	for _, a := range ancestors {
 		if a == id {
-			return map[string]any{"error": newOSError(syscall.ELOOP, name).Error()}
+			return map[string]any{"error": pyvalue.NewOSError(syscall.ELOOP, name).Error()}
 		}
 	}
 	d, err := os.Open(real)
 	if err != nil {
-		return map[string]any{"error": asOSError(err, name).Error()}
+		return map[string]any{"error": pyvalue.AsOSError(err, name).Error()}
 	}
 	entries, err := d.Readdirnames(-1) // directory order, like os.listdir
 	d.Close()
 	if err != nil {
-		return map[string]any{"error": asOSError(err, name).Error()}
+		return map[string]any{"error": pyvalue.AsOSError(err, name).Error()}
 	}
 	children := make([]any, 0, len(entries))
 	ancestors = append(ancestors, id)

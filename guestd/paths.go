@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // Path handling with the semantics of Python's posixpath and pathlib, since
@@ -142,7 +144,7 @@ func makeDirs(name string) error {
 		if isDir(name) {
 			return nil
 		}
-		return asOSError(err, name)
+		return pyvalue.AsOSError(err, name)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/drums-dev/drums/internal/pyvalue"
 	"github.com/labstack/echo/v4"
 )
 
@@ -64,7 +65,7 @@ func (r *recording) kill() {
 // stderrText is the captured stderr as Python's text mode reads it.
 func (r *recording) stderrText() string {
 	b := r.stderr.Bytes()
-	if s, err := pyText(b); err == nil {
+	if s, err := pyvalue.Text(b); err == nil {
 		return s
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
@@ -82,7 +83,7 @@ func (s *Server) handleStartRecording(c echo.Context) error {
 	path := s.cfg.RecordingPath
 	if exists(path) {
 		if err := syscall.Unlink(path); err != nil {
-			return reply(nil, "Failed to remove old recording file: %s", asOSError(err, path))
+			return reply(nil, "Failed to remove old recording file: %s", pyvalue.AsOSError(err, path))
 		}
 	}
 	w, h, err := s.deps.Display.ScreenSize(c.Request().Context())

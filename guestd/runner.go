@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // Children are started the way Python's subprocess starts them, so that a
@@ -49,9 +51,9 @@ func (p proc) start() (*exec.Cmd, error) {
 		st, err := os.Stat(p.dir)
 		switch {
 		case err != nil:
-			return nil, asOSError(err, p.dir)
+			return nil, pyvalue.AsOSError(err, p.dir)
 		case !st.IsDir():
-			return nil, newOSError(syscall.ENOTDIR, p.dir)
+			return nil, pyvalue.NewOSError(syscall.ENOTDIR, p.dir)
 		}
 	}
 	var saved, last syscall.Errno
@@ -92,7 +94,7 @@ func (p proc) start() (*exec.Cmd, error) {
 	if saved == 0 {
 		saved = last
 	}
-	return nil, newOSError(saved, p.argv[0])
+	return nil, pyvalue.NewOSError(saved, p.argv[0])
 }
 
 // candidates are the paths execvp-style lookup tries for argv[0], in order.

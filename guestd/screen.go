@@ -37,7 +37,7 @@ func (s *Server) handleScreenSize(c echo.Context) error {
 	return jsonReply(c, 200, map[string]any{"width": w, "height": h})
 }
 
-// handleCursorPosition is GET /cursor_position: jsonify(x, y), an array.
+// handleCursorPosition is GET /cursor_position: pyvalue.Jsonify(x, y), an array.
 func (s *Server) handleCursorPosition(c echo.Context) error {
 	x, y, err := s.deps.Display.CursorPosition(c.Request().Context())
 	if err != nil {

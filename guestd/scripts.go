@@ -40,7 +40,7 @@ func (s *Server) handleRunPython(c echo.Context) error {
 	file := filepath.Join(s.cfg.TempDir, "python_exec_"+hex.EncodeToString(id[:])+".py")
 	defer os.Remove(file)
 	if err := os.WriteFile(file, []byte(src), 0o666); err != nil {
-		e := asOSError(err, file)
+		e := pyvalue.AsOSError(err, file)
 		return runPythonError(exceptionLine(e), e.Error())
 	}
 	// The code runs to its end even when the client has gone, as upstream's.
@@ -97,10 +97,10 @@ func runPythonError(excLine, msg string) error {
 // exceptionLine is the "Type: message" line of a Python traceback for the
 // errors a run can raise.
 func exceptionLine(err error) string {
-	var oe *osError
+	var oe *pyvalue.OSError
 	if errors.As(err, &oe) {
 		name := "OSError"
-		switch oe.errno {
+		switch oe.Errno {
 		case syscall.ENOENT:
 			name = "FileNotFoundError"
 		case syscall.EACCES, syscall.EPERM:
@@ -150,13 +150,13 @@ func (s *Server) handleRunBash(c echo.Context) error {
 	}
 	f, err := createPyTemp(s.cfg.TempDir, ".sh")
 	if err != nil {
-		return reply(nil, "Failed to execute script: %s", asOSError(err, s.cfg.TempDir))
+		return reply(nil, "Failed to execute script: %s", pyvalue.AsOSError(err, s.cfg.TempDir))
 	}
 	file := f.Name()
 	defer os.Remove(file)
 	_, werr := f.WriteString(script)
 	if err := errors.Join(werr, f.Close(), os.Chmod(file, 0o755)); err != nil {
-		return reply(nil, "Failed to execute script: %s", asOSError(err, file))
+		return reply(nil, "Failed to execute script: %s", pyvalue.AsOSError(err, file))
 	}
 
 	// The timeout is whatever JSON value came; Python's subprocess adds
@@ -175,8 +175,8 @@ func (s *Server) handleRunBash(c echo.Context) error {
 	ctx := context.WithoutCancel(c.Request().Context())
 	p := proc{argv: []string{"/bin/bash", file}, dir: dir, env: s.childEnv()}
 	res, err := runCaptured(ctx, p, opt)
-	var oe *osError
-	if errors.As(err, &oe) && oe.errno == syscall.ENOENT {
+	var oe *pyvalue.OSError
+	if errors.As(err, &oe) && oe.Errno == syscall.ENOENT {
 		// No bash (or the directory vanished): upstream retries with sh.
 		p.argv = []string{"sh", file}
 		res, err = runCaptured(ctx, p, opt)
@@ -187,7 +187,7 @@ func (s *Server) handleRunBash(c echo.Context) error {
 	if err != nil {
 		return reply(nil, "Failed to execute script: %s", err)
 	}
-	out, err := pyText(res.stdout)
+	out, err := pyvalue.Text(res.stdout)
 	if err != nil {
 		return reply(nil, "Failed to execute script: %s", err)
 	}

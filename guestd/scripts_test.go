@@ -79,8 +79,8 @@ func TestRunPython(t *testing.T) {
 	})
 
 	t.Run("python3", func(t *testing.T) {
-		_, err := os.Stat(debianPython)
-		testutil.Need(t, debianPython, err)
+		_, err := os.Stat(testutil.DebianPython)
+		testutil.Need(t, testutil.DebianPython, err)
 		te := newTestEnv(t)
 		r := te.postJSON("/run_python", `{"code": "import sys\nprint(6*7)\nprint('é', file=sys.stderr)"}`)
 		m := decodeBody(t, r)

@@ -14,7 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/text/unicode/norm"
 
-	"github.com/drums-dev/drums/internal/pyfmt"
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // download is one answer of Flask's send_file.
@@ -47,7 +47,7 @@ func (s *Server) sendFile(c echo.Context, d download) error {
 		}
 	}
 	sec := float64(d.mtime.Unix()) + float64(d.mtime.Nanosecond())*1e-9
-	etag := fmt.Sprintf("%s-%d-%d", pyfmt.Float(sec), d.size, adler32.Checksum([]byte(d.etagPath)))
+	etag := fmt.Sprintf("%s-%d-%d", pyvalue.ReprFloat(sec), d.size, adler32.Checksum([]byte(d.etagPath)))
 	lastModified := d.mtime.UTC().Truncate(time.Second)
 
 	req := c.Request()

@@ -32,7 +32,7 @@ import json, sys, mimetypes
 print(json.dumps([mimetypes.guess_type(n)[0] or "" for n in json.load(sys.stdin)]))
 `
 		var want []string
-		pythonOracle(t, script, mimeNames, &want)
+		testutil.PythonOracle(t, script, mimeNames, &want)
 		for i, n := range mimeNames {
 			if got := db.guessType(n); got != want[i] {
 				t.Errorf("guessType(%q) = %q, Python %q", n, got, want[i])
@@ -104,7 +104,7 @@ for p in json.load(sys.stdin):
 print(json.dumps(out))
 `
 	var want []map[string]string
-	pythonOracle(t, script, paths, &want)
+	testutil.PythonOracle(t, script, paths, &want)
 	for i := range paths {
 		want[i]["Etag"] = want[i]["ETag"]
 		delete(want[i], "ETag")

@@ -319,9 +319,9 @@ func text(c echo.Context, status int, body string) error {
 	return blob(c, status, mimeHTML, []byte(body))
 }
 
-// jsonReply answers jsonify(v).
+// jsonReply answers pyvalue.Jsonify(v).
 func jsonReply(c echo.Context, status int, v any) error {
-	return blob(c, status, mimeJSON, jsonify(v))
+	return blob(c, status, mimeJSON, pyvalue.Jsonify(v))
 }
 
 // childEnv is the environment of every child: the configured environment

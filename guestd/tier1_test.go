@@ -411,9 +411,9 @@ func TestDesktopRecording(t *testing.T) {
 }
 
 func TestDesktopExecuteAndTerminal(t *testing.T) {
-	testutil.Tier1(t, debianPython, "/usr/libexec/at-spi-bus-launcher")
+	testutil.Tier1(t, testutil.DebianPython, "/usr/libexec/at-spi-bus-launcher")
 	dt := startDesktop(t, testutil.DesktopOptions{A11y: true})
-	status, body := dt.postJSON("/execute", map[string]any{"command": []string{debianPython, "-c", "import os; print(os.environ['DISPLAY'], 6*7)"}})
+	status, body := dt.postJSON("/execute", map[string]any{"command": []string{testutil.DebianPython, "-c", "import os; print(os.environ['DISPLAY'], 6*7)"}})
 	if status != 200 || !strings.Contains(string(body), `"output": "`+dt.d.X.Display+` 42\n"`) {
 		t.Errorf("execute python3: %d %s", status, body)
 	}
@@ -442,7 +442,7 @@ func (dt *desktop) cursor() string {
 }
 
 func TestDesktopPyautogui(t *testing.T) {
-	testutil.Tier1(t, "xterm", debianPython)
+	testutil.Tier1(t, "xterm", testutil.DebianPython)
 	dt := startDesktop(t, testutil.DesktopOptions{})
 
 	// OSWorld's exact shape runs natively: there is no "python" here.
@@ -478,7 +478,7 @@ func TestDesktopPyautogui(t *testing.T) {
 	// Snippets the fast path does not cover (a loop, a variable) run in
 	// the real python3, whose pyautogui calls back into guestd.
 	loop := "import pyautogui\nfor i in range(3):\n    x = 100 + i * 10\npyautogui.moveTo(x, 150)\nprint(pyautogui.position())"
-	status, body = dt.postJSON("/execute", map[string]any{"command": []string{debianPython, "-c", loop}})
+	status, body = dt.postJSON("/execute", map[string]any{"command": []string{testutil.DebianPython, "-c", loop}})
 	if status != 200 || !strings.Contains(string(body), `"returncode": 0`) {
 		t.Fatalf("python3 with a loop: %d %s", status, body)
 	}
@@ -488,7 +488,7 @@ func TestDesktopPyautogui(t *testing.T) {
 }
 
 func TestDesktopNoFastPath(t *testing.T) {
-	testutil.Tier1(t, debianPython)
+	testutil.Tier1(t, testutil.DebianPython)
 	dt := startDesktop(t, testutil.DesktopOptions{}, func(c *Config) {
 		c.NoFastPath = true
 		// Debian has python3 only (a drums desktop adds python in
@@ -502,7 +502,7 @@ func TestDesktopNoFastPath(t *testing.T) {
 	if status != 500 || !strings.Contains(string(body), "[Errno 2] No such file or directory: 'python'") {
 		t.Errorf("python missing: %d %s", status, body)
 	}
-	status, body = dt.postJSON("/execute", map[string]any{"command": []string{debianPython, "-c",
+	status, body = dt.postJSON("/execute", map[string]any{"command": []string{testutil.DebianPython, "-c",
 		"import pyautogui; import time; pyautogui.FAILSAFE = False; pyautogui.moveTo(310, 210)"}})
 	if status != 200 || !strings.Contains(string(body), `"returncode": 0`) {
 		t.Fatalf("python3 path: %d %s", status, body)
@@ -517,7 +517,7 @@ func TestDesktopNoFastPath(t *testing.T) {
 // names one) through python3 with the real pyautogui: the pointer ends in
 // the same place with the same reply.
 func TestDesktopSameEndState(t *testing.T) {
-	testutil.Tier1(t, debianPython)
+	testutil.Tier1(t, testutil.DebianPython)
 	code := "import pyautogui; import time; pyautogui.FAILSAFE = False; " +
 		"pyautogui.moveTo(200, 100); pyautogui.moveRel(15, -5)"
 	kit := os.Getenv("DRUMS_PYAUTOGUI_PYTHONPATH")
@@ -527,8 +527,8 @@ func TestDesktopSameEndState(t *testing.T) {
 		tweak  func(*Config)
 	}{
 		{"fast path", "python", func(*Config) {}},
-		{"callback module", debianPython, func(c *Config) { c.NoFastPath = true }},
-		{"real pyautogui", debianPython, func(c *Config) {
+		{"callback module", testutil.DebianPython, func(c *Config) { c.NoFastPath = true }},
+		{"real pyautogui", testutil.DebianPython, func(c *Config) {
 			c.NoFastPath = true
 			c.Environ = append(c.Environ, "PYTHONPATH="+kit, "XDG_SESSION_TYPE=x11")
 		}},

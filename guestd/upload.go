@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/drums-dev/drums/internal/pyvalue"
 	"github.com/labstack/echo/v4"
 )
 
@@ -96,7 +97,7 @@ func (u *upload) spool(dirs []string, part io.Reader) error {
 // It returns the size stat reports afterwards.
 func (u *upload) commit(target string, umask os.FileMode) (int64, error) {
 	if u.err != nil {
-		return 0, asOSError(u.err, target)
+		return 0, pyvalue.AsOSError(u.err, target)
 	}
 	if resolved, err := filepath.EvalSymlinks(target); err == nil {
 		target = resolved
@@ -105,7 +106,7 @@ func (u *upload) commit(target string, umask os.FileMode) (int64, error) {
 	var owner *syscall.Stat_t
 	if st, err := os.Stat(target); err == nil {
 		if st.IsDir() {
-			return 0, newOSError(syscall.EISDIR, target)
+			return 0, pyvalue.NewOSError(syscall.EISDIR, target)
 		}
 		mode = st.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
 		if sys, ok := st.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
@@ -126,22 +127,22 @@ func (u *upload) commit(target string, umask os.FileMode) (int64, error) {
 		src.Close()
 		os.Remove(src.Name())
 		if err != nil {
-			return 0, asOSError(err, target)
+			return 0, pyvalue.AsOSError(err, target)
 		}
 	}
 	if err := u.tmp.Chmod(mode); err != nil {
-		return 0, asOSError(err, target)
+		return 0, pyvalue.AsOSError(err, target)
 	}
 	if owner != nil {
 		if err := u.tmp.Chown(int(owner.Uid), int(owner.Gid)); err != nil {
-			return 0, asOSError(err, target)
+			return 0, pyvalue.AsOSError(err, target)
 		}
 	}
 	if err := u.tmp.Close(); err != nil {
-		return 0, asOSError(err, target)
+		return 0, pyvalue.AsOSError(err, target)
 	}
 	if err := os.Rename(u.tmp.Name(), target); err != nil {
-		return 0, asOSError(err, target)
+		return 0, pyvalue.AsOSError(err, target)
 	}
 	u.tmp = nil
 	return statSize(target)
@@ -151,11 +152,11 @@ func (u *upload) commit(target string, umask os.FileMode) (int64, error) {
 func (u *upload) writeInPlace(target string) (int64, error) {
 	out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
 	if err != nil {
-		return 0, asOSError(err, target)
+		return 0, pyvalue.AsOSError(err, target)
 	}
 	_, err = io.Copy(out, seekStart(u.tmp))
 	if err = errors.Join(err, out.Close()); err != nil {
-		return 0, asOSError(err, target)
+		return 0, pyvalue.AsOSError(err, target)
 	}
 	return statSize(target)
 }
@@ -174,7 +175,7 @@ func (r *errReader) Read([]byte) (int, error) { return 0, r.err }
 func statSize(p string) (int64, error) {
 	st, err := os.Stat(p)
 	if err != nil {
-		return 0, asOSError(err, p)
+		return 0, pyvalue.AsOSError(err, p)
 	}
 	return st.Size(), nil
 }

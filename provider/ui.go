@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"image"
 	"image/png"
-	"io"
 	"io/fs"
 	"net/http"
 	"sort"
@@ -18,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 	dto "github.com/prometheus/client_model/go"
 
+	guestclient "github.com/drums-dev/drums/guestd/client"
 	"github.com/drums-dev/drums/provider/client"
 )
 
@@ -144,20 +144,13 @@ func (t *thumbnails) fetch(th *thumb, guestURL string) {
 }
 
 func (t *thumbnails) screenshot(guestURL string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(t.ctx, http.MethodGet, guestURL+"/screenshot", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := t.http.Do(req)
+	g := guestclient.New(guestURL, t.http)
+	g.Retry = guestclient.Retry{Attempts: 1} // the next viewer's refresh is the retry
+	shot, err := g.Screenshot(t.ctx)
 	if err != nil {
 		return nil, fmt.Errorf("fetch screenshot: %w", err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("fetch screenshot: %s: %s", resp.Status, strings.TrimSpace(string(msg)))
-	}
-	img, err := png.Decode(resp.Body)
+	img, err := png.Decode(bytes.NewReader(shot))
 	if err != nil {
 		return nil, fmt.Errorf("decode screenshot: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path"
 	"sort"
+
+	"github.com/drums-dev/drums/tasks/osworld"
 )
 
 // builtinFS holds drums' own tasks in OSWorld's format, each with a
@@ -18,18 +20,18 @@ var builtinFS embed.FS
 const BuiltinDomain = "drums"
 
 // Builtin returns the built-in tasks, sorted by id.
-func Builtin() ([]*Task, error) {
+func Builtin() ([]*osworld.Task, error) {
 	entries, err := builtinFS.ReadDir("builtin")
 	if err != nil {
 		return nil, fmt.Errorf("read built-in tasks: %w", err)
 	}
-	var out []*Task
+	var out []*osworld.Task
 	for _, e := range entries {
 		b, err := builtinFS.ReadFile(path.Join("builtin", e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("read built-in task %s: %w", e.Name(), err)
 		}
-		t, err := ParseTask(b)
+		t, err := osworld.ParseTask(b)
 		if err != nil {
 			return nil, fmt.Errorf("built-in task %s: %w", e.Name(), err)
 		}

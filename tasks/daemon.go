@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/drums-dev/drums/internal/childproc"
 	"github.com/drums-dev/drums/provider/client"
 )
 
@@ -58,7 +59,7 @@ func EnsureDaemon(ctx context.Context, exe, socket string, args []string, logPat
 	cmd := exec.Command(exe, append([]string{"serve", "--socket", socket}, args...)...)
 	cmd.Stderr = logf
 	// The daemon must outlive nothing of ours: it dies with this process.
-	cmd.SysProcAttr = childSysProcAttr(syscall.SIGTERM)
+	cmd.SysProcAttr = childproc.SysProcAttr(syscall.SIGTERM)
 	// A pipe of our own rather than StdoutPipe: Wait must not close it
 	// while the ready line is still being read.
 	out, w, err := os.Pipe()

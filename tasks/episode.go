@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/drums-dev/drums/tasks/osworld"
 )
 
 //go:embed episode/episode.json
@@ -15,8 +17,8 @@ var episodeJSON []byte
 
 // EpisodeTask is the task `drums run` drives on every desktop: a GTK dialog
 // answered with pyautogui actions.
-func EpisodeTask() (*Task, error) {
-	t, err := ParseTask(episodeJSON)
+func EpisodeTask() (*osworld.Task, error) {
+	t, err := osworld.ParseTask(episodeJSON)
 	if err != nil {
 		return nil, fmt.Errorf("episode task: %w", err)
 	}
@@ -40,7 +42,7 @@ type EpisodeResult struct {
 // DesktopEnv does: reset (setup), observe (screenshot and accessibility
 // tree), evaluate, then each solution action followed by an observation,
 // and a final evaluation. Screenshots go to dir.
-func RunEpisode(ctx context.Context, env *Env, t *Task, dir string) EpisodeResult {
+func RunEpisode(ctx context.Context, env *osworld.Env, t *osworld.Task, dir string) EpisodeResult {
 	res := EpisodeResult{}
 	start := time.Now()
 	if _, err := env.Setup(ctx, t.Config); err != nil {
@@ -79,7 +81,7 @@ func RunEpisode(ctx context.Context, env *Env, t *Task, dir string) EpisodeResul
 	for i, a := range t.Solution {
 		start := time.Now()
 		// No pause: the step's time is the action and the observation.
-		if err := Solve(ctx, env, []Action{a}, 0); err != nil {
+		if err := Solve(ctx, env, []osworld.Action{a}, 0); err != nil {
 			res.Err = fmt.Errorf("step %d: %w", i+1, err)
 			return res
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drums-dev/drums/internal/testutil"
+	"github.com/drums-dev/drums/tasks/osworld"
 )
 
 // fakeDesktopEnv stands in for OSWorld's desktop_env: it records nothing,
@@ -76,26 +77,26 @@ func TestViaPythonWorker(t *testing.T) {
 		"os/setupfails": `{"id": "setupfails", "evaluator": {"func": "infeasible"}}`,
 		"os/dies":       `{"id": "dies", "evaluator": {"func": "infeasible"}}`,
 		"os/after":      `{"id": "after", "evaluator": {"func": "infeasible"}}`,
-		"os/mirrored": `{"id": "mirrored", "config": [{"type": "download", "parameters": {"files": [{"url": "` + datasetURL + `os/mirrored/in%20put.txt?download=true", "path": "/home/user/in put.txt"}]}}],
+		"os/mirrored": `{"id": "mirrored", "config": [{"type": "download", "parameters": {"files": [{"url": "` + testutil.DatasetURL + `os/mirrored/in%20put.txt?download=true", "path": "/home/user/in put.txt"}]}}],
 			"evaluator": {"func": "compare_text_file", "result": {"type": "vm_file", "path": "/home/user/in put.txt", "dest": "out.txt"},
-			"expected": {"type": "cloud_file", "path": "` + datasetURL + `os/mirrored/gold.txt", "dest": "gold.txt"}}}`,
-		"os/changed": `{"id": "changed", "config": [{"type": "download", "parameters": {"files": [{"url": "` + datasetURL + `os/changed/in.txt", "path": "/home/user/in.txt"}]}}],
+			"expected": {"type": "cloud_file", "path": "` + testutil.DatasetURL + `os/mirrored/gold.txt", "dest": "gold.txt"}}}`,
+		"os/changed": `{"id": "changed", "config": [{"type": "download", "parameters": {"files": [{"url": "` + testutil.DatasetURL + `os/changed/in.txt", "path": "/home/user/in.txt"}]}}],
 			"evaluator": {"func": "infeasible"}}`,
 	})
-	mirror := testMirror(t, map[string]mirrorFile{
-		"os/mirrored/in put.txt": {"input", "good"},
-		"os/mirrored/gold.txt":   {"gold", "good"},
-		"os/changed/in.txt":      {"changed", badSum},
+	mirror := testMirror(t, map[string]testutil.MirrorFile{
+		"os/mirrored/in put.txt": {Content: "input", Sum: "good"},
+		"os/mirrored/gold.txt":   {Content: "gold", Sum: "good"},
+		"os/changed/in.txt":      {Content: "changed", Sum: testutil.BadSum},
 	})
 	files := t.TempDir()
-	py := &PythonConfig{Python: "/usr/bin/python3", OSWorld: osw, ProviderPath: prov, CacheDir: t.TempDir(), LogDir: filepath.Join(files, "logs")}
+	py := &osworld.PythonConfig{Python: "/usr/bin/python3", OSWorld: osw, ProviderPath: prov, CacheDir: t.TempDir(), LogDir: filepath.Join(files, "logs")}
 	if err := py.Check(); err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(Config{Examples: dir, Files: files, TaskTimeout: time.Minute, Python: py, Cache: FileCache{Mirror: mirror},
-		Timeouts: Timeouts{Pause: time.Millisecond}}, &fakeDesktops{t: t}, nil)
+	r := NewRunner(Config{Examples: dir, Files: files, TaskTimeout: time.Minute, Python: py, Cache: osworld.FileCache{Mirror: mirror},
+		Timeouts: osworld.Timeouts{Pause: time.Millisecond}}, &fakeDesktops{t: t}, nil)
 	// One worker, so "after" runs on the worker that replaced the dead one.
-	sorted := []Entry{}
+	sorted := []osworld.Entry{}
 	for _, id := range []string{"good", "setupfails", "dies", "after", "mirrored", "changed"} {
 		for _, e := range entries {
 			if e.ID == id {
@@ -124,11 +125,11 @@ func TestViaPythonWorker(t *testing.T) {
 		if res.ID == "mirrored" && (res.ScoreBefore == nil || res.GettersOK == nil || !*res.GettersOK || res.Reason != "") {
 			t.Errorf("mirrored = %+v", res)
 		}
-		if res.ID == "changed" && !strings.Contains(res.Reason, ErrMirrorMismatch.Error()) {
+		if res.ID == "changed" && !strings.Contains(res.Reason, osworld.ErrMirrorMismatch.Error()) {
 			t.Errorf("changed reason = %q", res.Reason)
 		}
 	}
-	if err := (&PythonConfig{Python: "/usr/bin/python3", OSWorld: t.TempDir(), ProviderPath: prov}).Check(); err == nil {
+	if err := (&osworld.PythonConfig{Python: "/usr/bin/python3", OSWorld: t.TempDir(), ProviderPath: prov}).Check(); err == nil {
 		t.Error("a directory without desktop_env passed the check")
 	}
 }
@@ -146,12 +147,12 @@ func TestPythonConfigPathsAbsolute(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(dir)
-	c := PythonConfig{Python: "python3", OSWorld: "osw", ProviderPath: "prov", Socket: "d.sock",
+	c := osworld.PythonConfig{Python: "python3", OSWorld: "osw", ProviderPath: "prov", Socket: "d.sock",
 		CacheDir: "cache", LogDir: "logs", PythonPath: "a" + string(filepath.ListSeparator) + "/b"}
 	if err := c.Check(); err != nil {
 		t.Fatal(err)
 	}
-	want := PythonConfig{Python: "python3", OSWorld: dir + "/osw", ProviderPath: dir + "/prov", Socket: dir + "/d.sock",
+	want := osworld.PythonConfig{Python: "python3", OSWorld: dir + "/osw", ProviderPath: dir + "/prov", Socket: dir + "/d.sock",
 		CacheDir: dir + "/cache", LogDir: dir + "/logs", PythonPath: dir + "/a" + string(filepath.ListSeparator) + "/b"}
 	if c != want {
 		t.Errorf("after Check:\n%+v\nwant\n%+v", c, want)

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drums-dev/drums/internal/pyvalue"
+	"github.com/drums-dev/drums/tasks/osworld"
 )
 
 // Task statuses in the report.
@@ -53,13 +53,13 @@ type Result struct {
 	// ScoreAfter is the score after the task's solution.
 	ScoreAfter *float64 `json:"score_after,omitempty"`
 	// Solution is what the task's solution did; nil: it has none.
-	Solution    *SolutionResult `json:"solution,omitempty"`
-	Seconds     float64         `json:"seconds"`
-	Setup       []StepResult    `json:"setup,omitempty"`
-	Observation *Observation    `json:"observation,omitempty"`
-	Evaluation  *Evaluation     `json:"evaluation,omitempty"`
-	After       *Evaluation     `json:"evaluation_after,omitempty"`
-	Desktop     string          `json:"desktop,omitempty"`
+	Solution    *SolutionResult      `json:"solution,omitempty"`
+	Seconds     float64              `json:"seconds"`
+	Setup       []osworld.StepResult `json:"setup,omitempty"`
+	Observation *Observation         `json:"observation,omitempty"`
+	Evaluation  *osworld.Evaluation  `json:"evaluation,omitempty"`
+	After       *osworld.Evaluation  `json:"evaluation_after,omitempty"`
+	Desktop     string               `json:"desktop,omitempty"`
 }
 
 // Observation is what DesktopEnv._get_obs() returned after the setup.
@@ -195,19 +195,12 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return nil
 }
 
-func scoreText(s *float64) string {
-	if s == nil {
-		return "–"
-	}
-	return pyvalue.Repr(*s)
-}
-
 // scoresText is the score before acting, and after the solution where
 // one ran.
 func scoresText(r Result) string {
-	score := scoreText(r.ScoreBefore)
+	score := osworld.ScoreText(r.ScoreBefore)
 	if r.ScoreAfter != nil {
-		score += " → " + scoreText(r.ScoreAfter)
+		score += " → " + osworld.ScoreText(r.ScoreAfter)
 	}
 	return score
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/drums-dev/drums/tasks/osworld"
 )
 
 // The page is XHTML-safe HTML (void elements closed, no named entities
@@ -84,7 +86,7 @@ type htmlStep struct{ Phase, Type, Seconds, Note string }
 type htmlEval struct {
 	Label, Score, Error string
 	NotNative           []string
-	Getters             []GetterResult
+	Getters             []osworld.GetterResult
 	Metrics             []htmlMetric
 }
 
@@ -155,7 +157,7 @@ func htmlTaskOf(x Result, link func(string) (string, string)) htmlTask {
 		t.Seconds = strconv.FormatFloat(x.Seconds, 'f', 1, 64)
 	}
 	var stepSeconds float64
-	steps := func(phase string, rs []StepResult) {
+	steps := func(phase string, rs []osworld.StepResult) {
 		for _, s := range rs {
 			note := s.Error
 			if note == "" {
@@ -178,7 +180,7 @@ func htmlTaskOf(x Result, link func(string) (string, string)) htmlTask {
 	}
 	for _, e := range []struct {
 		label, shot string
-		ev          *Evaluation
+		ev          *osworld.Evaluation
 	}{{"before acting", "after the evaluation before acting", x.Evaluation}, {"after the solution", "after the solution and its evaluation", x.After}} {
 		if e.ev == nil {
 			continue
@@ -191,18 +193,18 @@ func htmlTaskOf(x Result, link func(string) (string, string)) htmlTask {
 		if e.ev.Evaluator != "" {
 			label += ", scored by " + e.ev.Evaluator
 		}
-		he := htmlEval{Label: label, Score: scoreText(e.ev.Score), Error: e.ev.Error, NotNative: e.ev.NotNative, Getters: e.ev.Getters}
+		he := htmlEval{Label: label, Score: osworld.ScoreText(e.ev.Score), Error: e.ev.Error, NotNative: e.ev.NotNative, Getters: e.ev.Getters}
 		for _, m := range e.ev.Metrics {
 			note := m.Error
 			switch {
 			case m.Skipped:
 				note = "skipped: an earlier metric decided"
 			case m.Diverged != "":
-				note = joinReason("diverged: "+m.Diverged, note)
+				note = osworld.JoinReason("diverged: "+m.Diverged, note)
 			case m.Native != nil && m.OSWorld != nil:
-				note = joinReason(note, "OSWorld's score; native agrees")
+				note = osworld.JoinReason(note, "OSWorld's score; native agrees")
 			}
-			he.Metrics = append(he.Metrics, htmlMetric{Func: m.Func, Score: scoreText(m.Score), Note: note})
+			he.Metrics = append(he.Metrics, htmlMetric{Func: m.Func, Score: osworld.ScoreText(m.Score), Note: note})
 		}
 		t.Evals = append(t.Evals, he)
 	}

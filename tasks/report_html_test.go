@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/drums-dev/drums/internal/testutil"
+	"github.com/drums-dev/drums/tasks/osworld"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden and the kept reports' report.html from the current output")
@@ -40,28 +41,28 @@ func smallReport(t *testing.T) (r Report, out string) {
 	ran := Result{Domain: "os", ID: "ran", Status: StatusRan, Mode: "native", Feasible: true,
 		SetupOK: bptr(true), ObservationOK: bptr(true), GettersOK: bptr(true), ScoreBefore: fptr(0), ScoreAfter: fptr(1),
 		Seconds: 4.25, Desktop: "d-1.ABC",
-		Setup: []StepResult{{Type: "execute", Seconds: 0.5}},
+		Setup: []osworld.StepResult{{Type: "execute", Seconds: 0.5}},
 		Observation: &Observation{ScreenshotBytes: 31892, AccessibilityBytes: 1234567,
 			Screenshot: "screenshots/os/ran.png", Accessibility: "accessibility/os/ran.xml"},
-		Evaluation: &Evaluation{Score: fptr(0), Postconfig: []StepResult{{Type: "sleep", Seconds: 1}},
-			Getters: []GetterResult{{Role: "result", Type: "vm_command_line", OK: true, Value: "'uint32 300\\n'"},
+		Evaluation: &osworld.Evaluation{Score: fptr(0), Postconfig: []osworld.StepResult{{Type: "sleep", Seconds: 1}},
+			Getters: []osworld.GetterResult{{Role: "result", Type: "vm_command_line", OK: true, Value: "'uint32 300\\n'"},
 				{Role: "expected", Type: "rule", OK: true, Value: "{'expected': 'uint32 0\\n'}"}},
-			Metrics:    []MetricResult{{Func: "exact_match", Score: fptr(0)}},
+			Metrics:    []osworld.MetricResult{{Func: "exact_match", Score: fptr(0)}},
 			Screenshot: "screenshots/os/ran.evaluated.png"},
-		After: &Evaluation{Score: fptr(1), Metrics: []MetricResult{{Func: "exact_match", Score: fptr(1)}},
+		After: &osworld.Evaluation{Score: fptr(1), Metrics: []osworld.MetricResult{{Func: "exact_match", Score: fptr(1)}},
 			Screenshot: "screenshots/os/ran.solved.png"},
 	}
 	gone := Result{Domain: "os", ID: "gone", Status: StatusFailed, Mode: "native", Feasible: true,
 		Reason:  "observation: accessibility tree: <b>bold</b> & \"quoted\" 'text'\nsecond line",
 		SetupOK: bptr(true), ObservationOK: bptr(false), Seconds: 2,
 		Observation: &Observation{ScreenshotBytes: 10, Screenshot: "screenshots/os/gone.png", Error: "accessibility tree: boom"},
-		Evaluation:  &Evaluation{Error: "getter vm_file: 404", Getters: []GetterResult{{Role: "result", Type: "vm_file", Error: "404 File not found"}}},
+		Evaluation:  &osworld.Evaluation{Error: "getter vm_file: 404", Getters: []osworld.GetterResult{{Role: "result", Type: "vm_file", Error: "404 File not found"}}},
 	}
 	web := Result{Domain: "chrome", ID: "web", Status: StatusNeedsLiveWeb, Mode: "native", Feasible: true,
 		Reason:  "needs www.example.com; ran offline: ran; chrome_open_tabs warned: navigation failed",
 		SetupOK: bptr(true), ObservationOK: bptr(true), GettersOK: bptr(false), Seconds: 7.5,
-		Setup:      []StepResult{{Type: "chrome_open_tabs", Seconds: 2.5, Warning: "navigation failed"}},
-		Evaluation: &Evaluation{NotNative: []string{"metric:is_expected_active_tab", "getter:active_tab_info"}, Metrics: []MetricResult{{Func: "is_expected_active_tab", Skipped: true}}},
+		Setup:      []osworld.StepResult{{Type: "chrome_open_tabs", Seconds: 2.5, Warning: "navigation failed"}},
+		Evaluation: &osworld.Evaluation{NotNative: []string{"metric:is_expected_active_tab", "getter:active_tab_info"}, Metrics: []osworld.MetricResult{{Func: "is_expected_active_tab", Skipped: true}}},
 	}
 	cache := Result{Domain: "calc", ID: "cache", Status: StatusNeedsFileCache, Mode: "native", Feasible: true,
 		Reason: "1 of 1 file-cache files missing: a.xlsx"}
@@ -275,3 +276,4 @@ func parseXHTML(t *testing.T, page []byte) xhtml {
 	x.text = text.String()
 	return x
 }
+func fptr(f float64) *float64 { return &f }

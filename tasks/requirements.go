@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/drums-dev/drums/tasks/osworld"
 )
 
 // Requirements are what a task needs from the desktop and the host, read
@@ -232,10 +234,6 @@ func isLocalURL(raw string) bool {
 
 var urlRE = regexp.MustCompile(`https?://[^\s"'<>\\^$()|]+`)
 
-// fileCacheHost is where OSWorld's file cache is published; URLs there are
-// file-cache files, not live web.
-const fileCacheHost = "huggingface.co"
-
 // collectURLs appends the non-local internet hosts found in any string of v.
 func collectURLs(v any, add func(string)) {
 	switch x := v.(type) {
@@ -245,7 +243,7 @@ func collectURLs(v any, add func(string)) {
 				continue
 			}
 			u, _ := url.Parse(m)
-			if h := u.Hostname(); h != fileCacheHost && h != "" && strings.Contains(h, ".") && !strings.HasSuffix(h, ".") {
+			if h := u.Hostname(); h != osworld.FileCacheHost && h != "" && strings.Contains(h, ".") && !strings.HasSuffix(h, ".") {
 				add(h)
 			}
 		}
@@ -279,14 +277,14 @@ func (s set) sorted() []string {
 
 // Analyze reads a task's requirements; the file cache is checked for the
 // presence of each file it needs.
-func Analyze(t *Task, cache FileCache) Requirements {
+func Analyze(t *osworld.Task, cache osworld.FileCache) Requirements {
 	apps, web, services, unsupported, schemas := set{}, set{}, set{}, set{}, set{}
 	for _, a := range t.RelatedApps {
 		apps.add(appOf[a])
 	}
 	var files []CacheFile
 	addFile := func(name, u string) {
-		p, _ := DatasetPath(u)
+		p, _ := osworld.DatasetPath(u)
 		files = append(files, CacheFile{Name: name, URL: u, Path: p, Present: cache.Holds(t.ID, name, u)})
 	}
 	commandUse := func(command any) {
@@ -309,7 +307,7 @@ func Analyze(t *Task, cache FileCache) Requirements {
 				web.add(f(words[1:]))
 			}
 		}
-		words := commandWords(command)
+		words := osworld.CommandWords(command)
 		// The session bus is needed wherever a command names it.
 		if strings.Contains(words, "DBUS_SESSION_BUS_ADDRESS") {
 			services.add("session D-Bus")
@@ -319,20 +317,20 @@ func Analyze(t *Task, cache FileCache) Requirements {
 			apps.add("gnome-terminal")
 		}
 	}
-	steps := append(append([]Step{}, t.Config...), t.Evaluator.Postconfig...)
+	steps := append(append([]osworld.Step{}, t.Config...), t.Evaluator.Postconfig...)
 	for _, s := range steps {
-		if err := CheckStep(s); err != nil {
+		if err := osworld.CheckStep(s); err != nil {
 			unsupported.add(err.Error())
 		}
 		p := s.Parameters
 		switch s.Type {
 		case "download":
-			specs, _ := fileSpecs(p["files"])
+			specs, _ := osworld.FileSpecs(p["files"])
 			for _, f := range specs {
-				addFile(DownloadName(f.URL, f.Path), f.URL)
+				addFile(osworld.DownloadName(f.URL, f.Path), f.URL)
 			}
 		case "update_browse_history":
-			addFile(HistoryName, "https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main/chrome/44ee5668-ecd5-4366-a6ce-c1c9b8d4e938/history_empty.sqlite")
+			addFile(osworld.HistoryName, "https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main/chrome/44ee5668-ecd5-4366-a6ce-c1c9b8d4e938/history_empty.sqlite")
 			apps.add("google-chrome")
 		case "execute", "command", "launch", "execute_with_verification":
 			commandUse(p["command"])
@@ -348,13 +346,13 @@ func Analyze(t *Task, cache FileCache) Requirements {
 	}
 	ev := t.Evaluator
 	for i := range ev.Funcs {
-		for _, g := range []Getter{ev.Results[i], ev.Expected[i]} {
+		for _, g := range []osworld.Getter{ev.Results[i], ev.Expected[i]} {
 			if g == nil {
 				continue
 			}
 			switch typ := g.Type(); {
 			case typ == "cloud_file":
-				paths, dests, err := pathsAndDests(g)
+				paths, dests, err := osworld.PathsAndDests(g)
 				if err == nil {
 					for j := range paths {
 						if j < len(dests) {

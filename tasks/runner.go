@@ -11,8 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drums-dev/drums/guestd/client"
 	"github.com/drums-dev/drums/internal/ctxtime"
 	"github.com/drums-dev/drums/internal/pyvalue"
+	"github.com/drums-dev/drums/tasks/osworld"
 )
 
 // Desktop is a leased desktop as the runner needs it.
@@ -43,7 +45,7 @@ type Progress interface {
 type Config struct {
 	// Examples is the directory with DOMAIN/ID.json task files.
 	Examples string
-	Cache    FileCache
+	Cache    osworld.FileCache
 	// Files receives screenshots (Files/screenshots), accessibility trees
 	// (Files/accessibility) and the files steps and getters write
 	// (Files/work, OSWorld's per-task cache dirs).
@@ -51,7 +53,7 @@ type Config struct {
 	Parallel      int
 	Width, Height int
 	Password      string // OSWorld's client_password ("password")
-	Timeouts      Timeouts
+	Timeouts      osworld.Timeouts
 	// TaskTimeout bounds one task from setup to score. It must stay above
 	// the longest setup (a cold LibreOffice open plus downloads, ~2 min on a
 	// loaded machine).
@@ -64,10 +66,10 @@ type Config struct {
 	// are judged like the others.
 	LiveWeb bool
 	// Python, when set, runs each task through OSWorld's own DesktopEnv.
-	Python *PythonConfig
+	Python *osworld.PythonConfig
 	// Judge, when set, scores the native runner's metrics with OSWorld's
 	// own (PythonJudge), drums' computed beside them.
-	Judge Judge
+	Judge osworld.Judge
 }
 
 func (c Config) withDefaults() Config {
@@ -112,7 +114,7 @@ func (nopProgress) Finish()     {}
 // planned is a task with what is known before running it.
 type planned struct {
 	idx  int
-	task *Task
+	task *osworld.Task
 	res  Result
 	run  bool
 }
@@ -120,8 +122,8 @@ type planned struct {
 // Run runs the entries and returns one result per entry, in order. Only a
 // failure to get any desktop at all is an error; everything that goes
 // wrong with one task is in its result.
-func (r *Runner) Run(ctx context.Context, entries []Entry) ([]Result, error) {
-	tasks := make([]*Task, len(entries))
+func (r *Runner) Run(ctx context.Context, entries []osworld.Entry) ([]Result, error) {
+	tasks := make([]*osworld.Task, len(entries))
 	loadErrs := make([]error, len(entries))
 	for i, e := range entries {
 		tasks[i], loadErrs[i] = LoadTask(r.cfg.Examples, e.Domain, e.ID)
@@ -130,15 +132,15 @@ func (r *Runner) Run(ctx context.Context, entries []Entry) ([]Result, error) {
 }
 
 // RunTasks runs already loaded tasks (built-in ones).
-func (r *Runner) RunTasks(ctx context.Context, tasks []*Task) ([]Result, error) {
-	entries := make([]Entry, len(tasks))
+func (r *Runner) RunTasks(ctx context.Context, tasks []*osworld.Task) ([]Result, error) {
+	entries := make([]osworld.Entry, len(tasks))
 	for i, t := range tasks {
-		entries[i] = Entry{Domain: t.Domain, ID: t.ID}
+		entries[i] = osworld.Entry{Domain: t.Domain, ID: t.ID}
 	}
 	return r.run(ctx, entries, tasks, make([]error, len(tasks)))
 }
 
-func (r *Runner) run(ctx context.Context, entries []Entry, tasks []*Task, loadErrs []error) ([]Result, error) {
+func (r *Runner) run(ctx context.Context, entries []osworld.Entry, tasks []*osworld.Task, loadErrs []error) ([]Result, error) {
 	r.progress.Start(len(entries))
 	defer r.progress.Finish()
 	results := make([]Result, len(entries))
@@ -167,10 +169,10 @@ func (r *Runner) run(ctx context.Context, entries []Entry, tasks []*Task, loadEr
 	if err != nil {
 		return nil, fmt.Errorf("lease a desktop: %w", err)
 	}
-	probe := NewGuest(first.GuestURL)
-	have, err := ProbePrograms(ctx, probe, sortedKeys(programs))
+	probe := client.New(first.GuestURL, nil)
+	have, err := osworld.ProbePrograms(ctx, probe, sortedKeys(programs))
 	if err == nil && len(schemas) > 0 {
-		r.schemas, err = ProbeSchemas(ctx, probe)
+		r.schemas, err = osworld.ProbeSchemas(ctx, probe)
 	}
 	probe.Close()
 	if err != nil {
@@ -339,19 +341,19 @@ func (r *Runner) runOne(ctx context.Context, d *Desktop, p *planned) {
 	}
 	if ctx.Err() != nil && p.res.Status != StatusFailed {
 		p.res.Status = StatusFailed
-		p.res.Reason = joinReason(fmt.Sprintf("timed out after %s", r.cfg.TaskTimeout), p.res.Reason)
+		p.res.Reason = osworld.JoinReason(fmt.Sprintf("timed out after %s", r.cfg.TaskTimeout), p.res.Reason)
 	}
 }
 
-func (r *Runner) env(d Desktop, t *Task) *Env {
+func (r *Runner) env(d Desktop, t *osworld.Task) *osworld.Env {
 	w, h := d.Width, d.Height
 	if w == 0 {
 		w, h = r.cfg.Width, r.cfg.Height
 	}
-	return &Env{
-		Guest:    NewGuest(d.GuestURL),
+	return &osworld.Env{
+		Guest:    client.New(d.GuestURL, nil),
 		TaskID:   t.ID,
-		Screen:   Screen{Width: w, Height: h, Password: r.cfg.Password},
+		Screen:   osworld.Screen{Width: w, Height: h, Password: r.cfg.Password},
 		Cache:    r.cfg.Cache,
 		WorkDir:  filepath.Join(r.cfg.Files, "work", t.Domain, t.ID),
 		Timeouts: r.cfg.Timeouts,
@@ -362,7 +364,7 @@ func (r *Runner) env(d Desktop, t *Task) *Env {
 // episode is DesktopEnv.reset (setup), _get_obs and evaluate with no
 // action, then the built-in solution and a second evaluation when the task
 // has one.
-func (r *Runner) episode(ctx context.Context, env *Env, t *Task, res *Result) {
+func (r *Runner) episode(ctx context.Context, env *osworld.Env, t *osworld.Task, res *Result) {
 	steps, err := env.Setup(ctx, t.Config)
 	res.Setup = steps
 	res.SetupOK = bptr(err == nil)
@@ -401,7 +403,7 @@ func (r *Runner) episode(ctx context.Context, env *Env, t *Task, res *Result) {
 	}
 	status := StatusRan
 	var diverged []string
-	for _, e := range []*Evaluation{&ev, res.After} {
+	for _, e := range []*osworld.Evaluation{&ev, res.After} {
 		if e != nil {
 			diverged = append(diverged, e.Diverged...)
 		}
@@ -409,7 +411,7 @@ func (r *Runner) episode(ctx context.Context, env *Env, t *Task, res *Result) {
 	if len(diverged) > 0 {
 		status = StatusDiverged
 	}
-	reasons := []string{ev.summary()}
+	reasons := []string{ev.Summary()}
 	if res.After != nil && len(res.After.Diverged) > 0 {
 		reasons = append(reasons, "after the solution, diverged: "+strings.Join(res.After.Diverged, "; "))
 	}
@@ -427,19 +429,19 @@ func (r *Runner) episode(ctx context.Context, env *Env, t *Task, res *Result) {
 			reasons = append(reasons, s.Type+" warned: "+s.Warning)
 		}
 	}
-	r.finish(res, status, joinReason(reasons...))
+	r.finish(res, status, osworld.JoinReason(reasons...))
 }
 
 // solvesAfresh says whether a task's solution needs a desktop of its own,
 // set up again: the evaluation before acting ran the evaluator's
 // postconfig (a save with ctrl+s, an application closed or restarted),
 // which leaves the desktop in a state OSWorld's agent never starts from.
-func solvesAfresh(t *Task) bool { return len(t.Evaluator.Postconfig) > 0 }
+func solvesAfresh(t *osworld.Task) bool { return len(t.Evaluator.Postconfig) > 0 }
 
 // solveAfresh reverts the desktop, sets the task up again, waits as
 // before the observation, and runs the solution and the evaluation after
 // it (DesktopEnv.reset, the agent's steps, evaluate).
-func (r *Runner) solveAfresh(ctx context.Context, d *Desktop, t *Task, res *Result) {
+func (r *Runner) solveAfresh(ctx context.Context, d *Desktop, t *osworld.Task, res *Result) {
 	fail := func(what string, err error) {
 		res.Solution = solutionOutcome(res.ScoreBefore, nil, fmt.Errorf("%s: %w", what, err))
 	}
@@ -465,12 +467,12 @@ func (r *Runner) solveAfresh(ctx context.Context, d *Desktop, t *Task, res *Resu
 // solve runs the task's solution and evaluates again (after it the
 // screenshot, where shots), recording the outcome in res; the error is the
 // solution's, when it did not run to its end.
-func (r *Runner) solve(ctx context.Context, env *Env, t *Task, res *Result, shots bool) error {
+func (r *Runner) solve(ctx context.Context, env *osworld.Env, t *osworld.Task, res *Result, shots bool) error {
 	if err := Solve(ctx, env, t.Solution, StepPause); err != nil {
 		res.Solution = solutionOutcome(res.ScoreBefore, nil, err)
 		return err
 	}
-	after := env.Evaluate(ctx, t, lastFails(t.Solution))
+	after := env.Evaluate(ctx, t, osworld.LastFails(t.Solution))
 	if shots {
 		after.Screenshot = r.snapshot(ctx, env, t, ".solved.png")
 	}
@@ -486,20 +488,10 @@ func (r *Runner) solve(ctx context.Context, env *Env, t *Task, res *Result, shot
 func (r *Runner) finish(res *Result, status, reason string) {
 	if len(res.Requirements.LiveWeb) > 0 && !r.cfg.LiveWeb {
 		res.Status = StatusNeedsLiveWeb
-		res.Reason = joinReason("needs "+strings.Join(res.Requirements.LiveWeb, ", ")+"; ran offline: "+status, reason)
+		res.Reason = osworld.JoinReason("needs "+strings.Join(res.Requirements.LiveWeb, ", ")+"; ran offline: "+status, reason)
 		return
 	}
 	res.Status, res.Reason = status, reason
-}
-
-func joinReason(parts ...string) string {
-	var out []string
-	for _, p := range parts {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return strings.Join(out, "; ")
 }
 
 func (o *Observation) describe() string {
@@ -511,7 +503,7 @@ func (o *Observation) describe() string {
 
 // observe is _get_obs: the screenshot and the accessibility tree, both
 // kept under Files for the report.
-func (r *Runner) observe(ctx context.Context, env *Env, t *Task) *Observation {
+func (r *Runner) observe(ctx context.Context, env *osworld.Env, t *osworld.Task) *Observation {
 	o := &Observation{}
 	img, err := env.Guest.Screenshot(ctx)
 	if err != nil {
@@ -532,7 +524,7 @@ func (r *Runner) observe(ctx context.Context, env *Env, t *Task) *Observation {
 
 // snapshot keeps a screenshot of the desktop as it is now, for the
 // report; "" when it cannot (the task's result does not depend on it).
-func (r *Runner) snapshot(ctx context.Context, env *Env, t *Task, suffix string) string {
+func (r *Runner) snapshot(ctx context.Context, env *osworld.Env, t *osworld.Task, suffix string) string {
 	if r.cfg.Files == "" {
 		return ""
 	}
@@ -546,7 +538,7 @@ func (r *Runner) snapshot(ctx context.Context, env *Env, t *Task, suffix string)
 // keep writes data to Files/kind/DOMAIN/ID+suffix and returns that path
 // relative to Files; "" without Files or when the write fails (the report
 // then says the file was not kept).
-func (r *Runner) keep(t *Task, kind, suffix string, data []byte) string {
+func (r *Runner) keep(t *osworld.Task, kind, suffix string, data []byte) string {
 	if r.cfg.Files == "" {
 		return ""
 	}
@@ -558,86 +550,26 @@ func (r *Runner) keep(t *Task, kind, suffix string, data []byte) string {
 	return rel
 }
 
-// ProbePrograms asks the desktop which of the programs it has on PATH.
-// "python" stands for what OSWorld needs of it: `python -c "import
-// pyautogui; …"` working through /execute, however the guest provides it.
-func ProbePrograms(ctx context.Context, g *Guest, names []string) (map[string]bool, error) {
-	have := map[string]bool{}
-	if len(names) == 0 {
-		return have, nil
-	}
-	if contains(names, "python") {
-		r, err := g.ExecutePython(ctx, "pass")
-		have["python"] = err == nil && r.ReturnCode == 0
-	}
-	script := `for p in "$@"; do command -v "$p" >/dev/null 2>&1 && echo "$p"; done; true`
-	cmd := append([]string{script, "sh"}, names...)
-	var res ExecResult
-	err := g.retried(ctx, func() error {
-		var err error
-		res, err = g.Execute(ctx, "/execute", cmd, true)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, l := range strings.Split(res.Output, "\n") {
-		if l = strings.TrimSpace(l); l != "" && l != "python" {
-			have[l] = true
-		}
-	}
-	return have, nil
-}
-
-// ProbeSchemas lists the GSettings schemas the desktop has.
-func ProbeSchemas(ctx context.Context, g *Guest) (map[string]bool, error) {
-	var res ExecResult
-	err := g.retried(ctx, func() error {
-		var err error
-		res, err = g.Execute(ctx, "/execute", []string{"gsettings", "list-schemas"}, false)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	have := map[string]bool{}
-	for _, l := range strings.Split(res.Output, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			have[l] = true
-		}
-	}
-	return have, nil
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // Solve runs a task's solution: pyautogui commands as DesktopEnv.step
 // sends them, each followed by pause (DesktopEnv: 2 s); a click on an
 // accessibility element at its centre in the tree observed just before it;
 // DesktopEnv.step's WAIT as a pause, DONE and FAIL as nothing to run (the
 // evaluation reads FAIL); shell steps through the setup controller.
-func Solve(ctx context.Context, env *Env, actions []Action, pause time.Duration) error {
+func Solve(ctx context.Context, env *osworld.Env, actions []osworld.Action, pause time.Duration) error {
 	for i, a := range actions {
 		if a.Step != nil {
-			if _, err := env.runStep(ctx, *a.Step); err != nil {
+			if _, err := env.RunStep(ctx, *a.Step); err != nil {
 				return fmt.Errorf("action %d (%s): %w", i+1, a.Step.Type, err)
 			}
 			continue
 		}
 		var code string
 		switch a.Code {
-		case ActionDone, ActionFail:
+		case osworld.ActionDone, osworld.ActionFail:
 			continue
-		case ActionWait:
+		case osworld.ActionWait:
 		default:
-			c, err := Substitute(a.Code, env.Screen)
+			c, err := osworld.Substitute(a.Code, env.Screen)
 			if err != nil {
 				return fmt.Errorf("action %d: %w", i+1, err)
 			}
@@ -648,7 +580,7 @@ func Solve(ctx context.Context, env *Env, actions []Action, pause time.Duration)
 			if err != nil {
 				return fmt.Errorf("action %d: accessibility tree: %w", i+1, err)
 			}
-			if code, err = clickCode(tree, *a.Click); err != nil {
+			if code, err = osworld.ClickCode(tree, *a.Click); err != nil {
 				return fmt.Errorf("action %d: %w", i+1, err)
 			}
 		}

@@ -11,6 +11,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/drums-dev/drums/guestd/client"
+	"github.com/drums-dev/drums/internal/testutil"
+	"github.com/drums-dev/drums/tasks/osworld"
 )
 
 // fakeDesktops hands out fake guests; every desktop has the programs in
@@ -27,19 +31,19 @@ type fakeDesktops struct {
 
 var _ Desktops = (*fakeDesktops)(nil)
 
-func (d *fakeDesktops) newGuest() *fakeGuest {
-	f := newFakeGuest(d.t)
-	f.handle("/execute", func(w http.ResponseWriter, r *http.Request) {
+func (d *fakeDesktops) newGuest() *testutil.FakeGuest {
+	f := testutil.NewFakeGuest(d.t)
+	f.Handle("/execute", func(w http.ResponseWriter, r *http.Request) {
 		var req struct{ Command []any }
 		_ = json.NewDecoder(r.Body).Decode(&req)
-		words := commandWords(req.Command)
+		words := osworld.CommandWords(req.Command)
 		switch {
 		case strings.Contains(words, "command -v"):
-			writeJSON(w, 200, ExecResult{Output: strings.Join(d.have, "\n") + "\n"})
+			testutil.WriteJSON(w, 200, client.ExecResult{Output: strings.Join(d.have, "\n") + "\n"})
 		case strings.Contains(words, "panic-now"):
 			panic(http.ErrAbortHandler)
 		default:
-			writeJSON(w, 200, ExecResult{Output: "uint32 300\n"})
+			testutil.WriteJSON(w, 200, client.ExecResult{Output: "uint32 300\n"})
 		}
 	})
 	return f
@@ -54,7 +58,7 @@ func (d *fakeDesktops) Lease(ctx context.Context, w, h int) (Desktop, error) {
 	d.n++
 	id := fmt.Sprintf("d%d", d.n)
 	d.leased[id] = true
-	return Desktop{ID: id, GuestURL: d.newGuest().srv.URL, Width: w, Height: h}, nil
+	return Desktop{ID: id, GuestURL: d.newGuest().URL(), Width: w, Height: h}, nil
 }
 
 func (d *fakeDesktops) Revert(ctx context.Context, id string) (Desktop, error) {
@@ -80,9 +84,9 @@ func (d *fakeDesktops) Release(ctx context.Context, id string) error {
 }
 
 // writeExamples lays task JSON out as examples/DOMAIN/ID.json.
-func writeExamples(t *testing.T, tasks map[string]string) (string, []Entry) {
+func writeExamples(t *testing.T, tasks map[string]string) (string, []osworld.Entry) {
 	dir := t.TempDir()
-	var entries []Entry
+	var entries []osworld.Entry
 	for key, doc := range tasks {
 		domain, id, _ := strings.Cut(key, "/")
 		if err := os.MkdirAll(filepath.Join(dir, domain), 0o755); err != nil {
@@ -91,7 +95,7 @@ func writeExamples(t *testing.T, tasks map[string]string) (string, []Entry) {
 		if err := os.WriteFile(filepath.Join(dir, domain, id+".json"), []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		entries = append(entries, Entry{Domain: domain, ID: id})
+		entries = append(entries, osworld.Entry{Domain: domain, ID: id})
 	}
 	return dir, entries
 }
@@ -113,7 +117,7 @@ func TestRunnerClassifiesAndRuns(t *testing.T) {
 	desks := &fakeDesktops{t: t, have: []string{"gsettings", "google-chrome", "libreoffice"}}
 	files := t.TempDir()
 	r := NewRunner(Config{Examples: dir, Files: files, Parallel: 2, TaskTimeout: time.Minute,
-		Timeouts: Timeouts{Ready: time.Second, Pause: time.Millisecond}}, desks, nil)
+		Timeouts: osworld.Timeouts{Ready: time.Second, Pause: time.Millisecond}}, desks, nil)
 	results, err := r.Run(context.Background(), entries)
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +198,7 @@ func TestRunnerRevertFailureLeasesAnew(t *testing.T) {
 		"os/b": `{"id": "b", "evaluator": {"func": "infeasible"}}`,
 	})
 	desks := &fakeDesktops{t: t, failNext: true}
-	r := NewRunner(Config{Examples: dir, Files: t.TempDir(), Timeouts: Timeouts{Pause: time.Millisecond}}, desks, nil)
+	r := NewRunner(Config{Examples: dir, Files: t.TempDir(), Timeouts: osworld.Timeouts{Pause: time.Millisecond}}, desks, nil)
 	results, err := r.Run(context.Background(), entries)
 	if err != nil {
 		t.Fatal(err)

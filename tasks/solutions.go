@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+
+	"github.com/drums-dev/drums/tasks/osworld"
 )
 
 // solutionsFS holds reference solutions of OSWorld tasks, one file per
@@ -21,13 +23,13 @@ var solutionsFS embed.FS
 type solutionFile struct {
 	// Note says what the solution does, and why an action is what it is
 	// where that is not plain.
-	Note     string   `json:"note"`
-	Solution []Action `json:"solution"`
+	Note     string           `json:"note"`
+	Solution []osworld.Action `json:"solution"`
 }
 
 // referenceSolution is the reference solution of domain/id, nil if it has
 // none.
-func referenceSolution(domain, id string) ([]Action, error) {
+func referenceSolution(domain, id string) ([]osworld.Action, error) {
 	b, err := solutionsFS.ReadFile(path.Join("solutions", domain, id+".json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -62,11 +64,11 @@ type SolutionResult struct {
 
 // solutionOutcome judges a solution from the score before acting and the
 // evaluation after it; err is why the solution did not run to its end.
-func solutionOutcome(before *float64, after *Evaluation, err error) *SolutionResult {
+func solutionOutcome(before *float64, after *osworld.Evaluation, err error) *SolutionResult {
 	if err != nil {
 		return &SolutionResult{Outcome: SolutionFailed, Reason: "solution: " + err.Error()}
 	}
-	why := []string{after.summary()}
+	why := []string{after.Summary()}
 	for _, m := range after.Metrics {
 		if m.Error != "" {
 			why = append(why, m.Func+": "+m.Error)
@@ -74,13 +76,13 @@ func solutionOutcome(before *float64, after *Evaluation, err error) *SolutionRes
 	}
 	switch {
 	case after.Score == nil && len(after.NotNative) > 0:
-		return &SolutionResult{Outcome: SolutionUnscored, Reason: after.summary()}
+		return &SolutionResult{Outcome: SolutionUnscored, Reason: after.Summary()}
 	case after.Score == nil:
-		return &SolutionResult{Outcome: SolutionFailed, Reason: joinReason(append([]string{"no score after the solution"}, why...)...)}
+		return &SolutionResult{Outcome: SolutionFailed, Reason: osworld.JoinReason(append([]string{"no score after the solution"}, why...)...)}
 	case *after.Score != 1:
-		return &SolutionResult{Outcome: SolutionFailed, Reason: joinReason(append([]string{"score after the solution is " + scoreText(after.Score)}, why...)...)}
+		return &SolutionResult{Outcome: SolutionFailed, Reason: osworld.JoinReason(append([]string{"score after the solution is " + osworld.ScoreText(after.Score)}, why...)...)}
 	case before == nil || *before != 0:
-		return &SolutionResult{Outcome: SolutionFailed, Reason: "score before acting is " + scoreText(before) + ", not 0: the solution proves nothing"}
+		return &SolutionResult{Outcome: SolutionFailed, Reason: "score before acting is " + osworld.ScoreText(before) + ", not 0: the solution proves nothing"}
 	}
 	return &SolutionResult{Outcome: SolutionSolved}
 }
@@ -97,4 +99,19 @@ func solutionText(r Result) string {
 		return "ran, not scored: " + r.Solution.Reason
 	}
 	return "failed: " + r.Solution.Reason
+}
+
+// LoadTask is osworld.LoadTask with drums' reference solution
+// (solutions/DOMAIN/ID.json) where the task file has none.
+func LoadTask(dir, domain, id string) (*osworld.Task, error) {
+	t, err := osworld.LoadTask(dir, domain, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(t.Solution) == 0 {
+		if t.Solution, err = referenceSolution(domain, id); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
 }

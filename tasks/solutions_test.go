@@ -6,8 +6,11 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/drums-dev/drums/tasks/osworld"
 )
 
 var taskIDRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.json$`)
@@ -23,7 +26,7 @@ func TestReferenceSolutionsParse(t *testing.T) {
 		}
 		n++
 		domain := path.Base(path.Dir(p))
-		if !contains(osworldDomains, domain) || !taskIDRE.MatchString(d.Name()) {
+		if !slices.Contains(osworldDomains, domain) || !taskIDRE.MatchString(d.Name()) {
 			t.Errorf("%s: want solutions/DOMAIN/TASK-ID.json with one of OSWorld's domains", p)
 		}
 		acts, err := referenceSolution(domain, strings.TrimSuffix(d.Name(), ".json"))
@@ -40,7 +43,7 @@ func TestReferenceSolutionsParse(t *testing.T) {
 			t.Errorf("%s uses a setup placeholder, which DesktopEnv.step does not substitute", p)
 		}
 		for i, a := range acts {
-			if a.Code == ActionFail && i != len(acts)-1 {
+			if a.Code == osworld.ActionFail && i != len(acts)-1 {
 				t.Errorf("%s: FAIL is not its last action", p)
 			}
 		}
@@ -58,24 +61,24 @@ func TestReferenceSolutionsParse(t *testing.T) {
 }
 
 func TestActionForms(t *testing.T) {
-	var acts []Action
+	var acts []osworld.Action
 	in := `["FAIL", "import pyautogui", {"click": {"role": "push-button", "name": "OK", "clicks": 2}}, {"type": "sleep", "parameters": {"seconds": 1}}]`
 	if err := json.Unmarshal([]byte(in), &acts); err != nil {
 		t.Fatal(err)
 	}
-	if acts[0].Code != ActionFail || acts[1].Code != "import pyautogui" || acts[2].Click == nil || acts[2].Click.Clicks != 2 || acts[3].Step == nil {
+	if acts[0].Code != osworld.ActionFail || acts[1].Code != "import pyautogui" || acts[2].Click == nil || acts[2].Click.Clicks != 2 || acts[3].Step == nil {
 		t.Fatalf("parsed %+v", acts)
 	}
 	out, err := json.Marshal(acts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var again []Action
+	var again []osworld.Action
 	if err := json.Unmarshal(out, &again); err != nil || again[2].Click.Name != "OK" {
 		t.Errorf("round trip %s: %v", out, err)
 	}
-	if !lastFails(acts[:1]) || lastFails(acts) || lastFails(nil) {
-		t.Error("lastFails")
+	if !osworld.LastFails(acts[:1]) || osworld.LastFails(acts) || osworld.LastFails(nil) {
+		t.Error("osworld.LastFails")
 	}
 	if err := json.Unmarshal([]byte(`{"click": {"name": "OK"}}`), &acts[0]); err == nil {
 		t.Error("a click without a role was accepted")
@@ -92,25 +95,25 @@ const clickTree = `<desktop-frame xmlns:cp="https://accessibility.ubuntu.example
 </frame></application></desktop-frame>`
 
 func TestClickCode(t *testing.T) {
-	code, err := clickCode(clickTree, ElementClick{Role: "push-button", Name: "OK"})
+	code, err := osworld.ClickCode(clickTree, osworld.ElementClick{Role: "push-button", Name: "OK"})
 	if want := `import pyautogui; pyautogui.click(440, 465, clicks=1, button="left")`; err != nil || code != want {
-		t.Errorf("clickCode = %q, %v; want %q", code, err, want)
+		t.Errorf("osworld.ClickCode = %q, %v; want %q", code, err, want)
 	}
-	code, err = clickCode(clickTree, ElementClick{Role: "frame", Name: "Question", Clicks: 2, Button: "right"})
+	code, err = osworld.ClickCode(clickTree, osworld.ElementClick{Role: "frame", Name: "Question", Clicks: 2, Button: "right"})
 	if want := `import pyautogui; pyautogui.click(300, 350, clicks=2, button="right")`; err != nil || code != want {
-		t.Errorf("clickCode = %q, %v; want %q", code, err, want)
+		t.Errorf("osworld.ClickCode = %q, %v; want %q", code, err, want)
 	}
-	code, err = clickCode(clickTree, ElementClick{Role: "frame", Name: "Question", Clicks: 2, Above: 12})
+	code, err = osworld.ClickCode(clickTree, osworld.ElementClick{Role: "frame", Name: "Question", Clicks: 2, Above: 12})
 	if want := `import pyautogui; pyautogui.click(300, 188, clicks=2, button="left")`; err != nil || code != want {
-		t.Errorf("clickCode above = %q, %v; want %q", code, err, want)
+		t.Errorf("osworld.ClickCode above = %q, %v; want %q", code, err, want)
 	}
 	old := strings.ReplaceAll(clickTree, "https://accessibility.ubuntu.example.org/ns/component", "uri:deskat:component.at-spi.gnome.org")
-	if code, err := clickCode(old, ElementClick{Role: "push-button", Name: "Cancel"}); err != nil || !strings.Contains(code, "click(340, 465,") {
-		t.Errorf("clickCode in a tree of OSWorld's older namespace = %q, %v", code, err)
+	if code, err := osworld.ClickCode(old, osworld.ElementClick{Role: "push-button", Name: "Cancel"}); err != nil || !strings.Contains(code, "click(340, 465,") {
+		t.Errorf("osworld.ClickCode in a tree of OSWorld's older namespace = %q, %v", code, err)
 	}
-	for _, c := range []ElementClick{{Role: "push-button", Name: "Nope"}, {Role: "push-button", Name: "Hidden"}, {Role: "label", Name: "Plain"}} {
-		if code, err := clickCode(clickTree, c); err == nil {
-			t.Errorf("%+v: clickCode = %q, want an error", c, code)
+	for _, c := range []osworld.ElementClick{{Role: "push-button", Name: "Nope"}, {Role: "push-button", Name: "Hidden"}, {Role: "label", Name: "Plain"}} {
+		if code, err := osworld.ClickCode(clickTree, c); err == nil {
+			t.Errorf("%+v: osworld.ClickCode = %q, want an error", c, code)
 		}
 	}
 }
@@ -119,24 +122,24 @@ func TestSolutionOutcome(t *testing.T) {
 	zero, one, half := fptr(0), fptr(1), fptr(0.5)
 	for _, c := range []struct {
 		before *float64
-		after  *Evaluation
+		after  *osworld.Evaluation
 		err    error
 		want   string
 	}{
-		{zero, &Evaluation{Score: one}, nil, SolutionSolved},
-		{zero, &Evaluation{Score: half}, nil, SolutionFailed},
-		{zero, &Evaluation{Metrics: []MetricResult{{Func: "f", Error: "boom"}}}, nil, SolutionFailed},
-		{one, &Evaluation{Score: one}, nil, SolutionFailed},
-		{nil, &Evaluation{Score: one}, nil, SolutionFailed},
+		{zero, &osworld.Evaluation{Score: one}, nil, SolutionSolved},
+		{zero, &osworld.Evaluation{Score: half}, nil, SolutionFailed},
+		{zero, &osworld.Evaluation{Metrics: []osworld.MetricResult{{Func: "f", Error: "boom"}}}, nil, SolutionFailed},
+		{one, &osworld.Evaluation{Score: one}, nil, SolutionFailed},
+		{nil, &osworld.Evaluation{Score: one}, nil, SolutionFailed},
 		{zero, nil, errors.New("action 1 exited 1"), SolutionFailed},
-		{nil, &Evaluation{NotNative: []string{"metric:compare_table"}}, nil, SolutionUnscored},
+		{nil, &osworld.Evaluation{NotNative: []string{"metric:compare_table"}}, nil, SolutionUnscored},
 	} {
 		got := solutionOutcome(c.before, c.after, c.err)
 		if got.Outcome != c.want || (c.want != SolutionSolved && got.Reason == "") {
 			t.Errorf("solutionOutcome(%v, %+v, %v) = %+v, want %s with a reason", c.before, c.after, c.err, got, c.want)
 		}
 	}
-	r := solutionOutcome(zero, &Evaluation{Metrics: []MetricResult{{Func: "f", Error: "boom"}}}, nil)
+	r := solutionOutcome(zero, &osworld.Evaluation{Metrics: []osworld.MetricResult{{Func: "f", Error: "boom"}}}, nil)
 	if !strings.Contains(r.Reason, "boom") {
 		t.Errorf("reason %q does not say the metric's error", r.Reason)
 	}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/drums-dev/drums/tasks/osworld"
 )
 
 // osworldExamples finds OSWorld's evaluation_examples through
@@ -25,13 +27,13 @@ func osworldExamples(t *testing.T) string {
 }
 
 // nogdriveEntries are the tasks of test_nogdrive.
-func nogdriveEntries(t *testing.T, dir string) []Entry {
+func nogdriveEntries(t *testing.T, dir string) []osworld.Entry {
 	t.Helper()
-	suite, err := LoadSuite(filepath.Join(dir, "test_nogdrive.json"))
+	suite, err := osworld.LoadSuite(filepath.Join(dir, "test_nogdrive.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries, err := suite.Select(Filter{})
+	entries, err := suite.Select(osworld.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,13 +42,13 @@ func nogdriveEntries(t *testing.T, dir string) []Entry {
 
 // osworldMirror opens the mirror of the file-cache dataset in
 // DRUMS_HF_MIRROR.
-func osworldMirror(t *testing.T) *Mirror {
+func osworldMirror(t *testing.T) *osworld.Mirror {
 	t.Helper()
 	dir := os.Getenv("DRUMS_HF_MIRROR")
 	if dir == "" {
 		t.Skip("DRUMS_HF_MIRROR is unset: point it at a mirror of the file-cache dataset (../shared/osworld/hf-cache)")
 	}
-	m, err := OpenMirror(dir)
+	m, err := osworld.OpenMirror(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,16 +67,16 @@ func TestOSWorldSuiteParsesAndClassifies(t *testing.T) {
 	var appFree []string
 	notNative := map[string]int{}
 	for _, e := range entries {
-		task, err := LoadTask(filepath.Join(dir, "examples"), e.Domain, e.ID)
+		task, err := osworld.LoadTask(filepath.Join(dir, "examples"), e.Domain, e.ID)
 		if err != nil {
 			t.Errorf("%s/%s: %v", e.Domain, e.ID, err)
 			continue
 		}
-		req := Analyze(task, FileCache{})
+		req := Analyze(task, osworld.FileCache{})
 		if len(req.Unsupported) > 0 {
 			t.Errorf("%s/%s: unsupported steps %v", e.Domain, e.ID, req.Unsupported)
 		}
-		for _, n := range NotNativeParts(task) {
+		for _, n := range osworld.NotNativeParts(task) {
 			notNative[n]++
 		}
 		if len(req.FileCache) == 0 && len(req.LiveWeb) == 0 && onlyTools(req.Apps) {
@@ -149,13 +151,13 @@ func TestOSWorldSuiteMirrorCoverage(t *testing.T) {
 	}
 	entries := nogdriveEntries(t, dir)
 	for _, e := range entries {
-		task, err := LoadTask(filepath.Join(dir, "examples"), e.Domain, e.ID)
+		task, err := osworld.LoadTask(filepath.Join(dir, "examples"), e.Domain, e.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		needed, present := map[string]bool{}, map[string]bool{}
-		for _, f := range Analyze(task, FileCache{Mirror: m}).FileCache {
-			if f.Name == HistoryName {
+		for _, f := range Analyze(task, osworld.FileCache{Mirror: m}).FileCache {
+			if f.Name == osworld.HistoryName {
 				continue
 			}
 			if f.Path == "" {

@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	guestclient "github.com/drums-dev/drums/guestd/client"
 	"github.com/drums-dev/drums/internal/testimage"
 	"github.com/drums-dev/drums/internal/testutil"
 	"github.com/drums-dev/drums/provider/client"
+	"github.com/drums-dev/drums/tasks/osworld"
 )
 
 // Tier-1 tests through the daemon: `drums serve` of a random prefix, its own
@@ -35,6 +37,15 @@ func randomPrefix() string {
 		out = append(out, alpha[int(c)%len(alpha)])
 	}
 	return string(out)
+}
+
+func TestMain(m *testing.M) {
+	if testutil.Tier1Enabled() && os.Geteuid() == 0 {
+		sweepLeftovers()
+	}
+	code := m.Run()
+	testutil.RemoveBins()
+	os.Exit(code)
 }
 
 // sweepLeftovers removes what crashed runs of this package left: for each
@@ -64,7 +75,7 @@ func sweepLeftovers() {
 func startDaemon(t *testing.T) *client.Client {
 	t.Helper()
 	testutil.RequireRoot(t)
-	bin := buildBin(t)
+	bin := testutil.Bins(t)
 	drums := filepath.Join(bin, "drums")
 	dir, err := os.MkdirTemp("", daemonDirPrefix)
 	if err != nil {
@@ -163,7 +174,7 @@ func TestTier1BuiltinTasksThroughDaemon(t *testing.T) {
 	}
 	for _, res := range results {
 		if res.Status != StatusRan || res.ScoreBefore == nil || *res.ScoreBefore != 0 || res.ScoreAfter == nil || *res.ScoreAfter != 1 {
-			t.Errorf("%s: status %s, score %s → %s, reason %q", res.ID, res.Status, scoreText(res.ScoreBefore), scoreText(res.ScoreAfter), res.Reason)
+			t.Errorf("%s: status %s, score %s → %s, reason %q", res.ID, res.Status, osworld.ScoreText(res.ScoreBefore), osworld.ScoreText(res.ScoreAfter), res.Reason)
 			if res.After != nil {
 				t.Logf("%s evaluation after: %+v", res.ID, *res.After)
 			}
@@ -236,9 +247,9 @@ func TestTier1EpisodeThroughDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := NewGuest(d.GuestURL)
+	g := guestclient.New(d.GuestURL, nil)
 	defer g.Close()
-	env := &Env{Guest: g, TaskID: task.ID, Screen: Screen{Width: d.Width, Height: d.Height, Password: "password"}, WorkDir: t.TempDir()}
+	env := &osworld.Env{Guest: g, TaskID: task.ID, Screen: osworld.Screen{Width: d.Width, Height: d.Height, Password: "password"}, WorkDir: t.TempDir()}
 	res := RunEpisode(ctx, env, task, t.TempDir())
 	if res.Err != nil {
 		t.Fatal(res.Err)
@@ -259,7 +270,7 @@ func TestTier1MirroredTasksThroughDaemon(t *testing.T) {
 	dir := osworldExamples(t)
 	m := osworldMirror(t)
 	c := startDaemon(t)
-	entries := []Entry{
+	entries := []osworld.Entry{
 		{Domain: "os", ID: "5ea617a3-0e86-4ba6-aab2-dac9aa2e8d57"},
 		{Domain: "libreoffice_writer", ID: "bb8ccc78-479f-4a2f-a71e-d565e439436b"},
 		{Domain: "multi_apps", ID: "acb0f96b-e27c-44d8-b55f-7cb76609dfcd"},
@@ -267,8 +278,8 @@ func TestTier1MirroredTasksThroughDaemon(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	r := NewRunner(Config{Examples: filepath.Join(dir, "examples"), Cache: FileCache{Mirror: m}, Files: t.TempDir(), Parallel: 2,
-		Width: 1280, Height: 800, TaskTimeout: 5 * time.Minute, Settle: time.Second, Judge: osworldJudge(t, os.Getenv("DRUMS_OSWORLD"))},
+	r := NewRunner(Config{Examples: filepath.Join(dir, "examples"), Cache: osworld.FileCache{Mirror: m}, Files: t.TempDir(), Parallel: 2,
+		Width: 1280, Height: 800, TaskTimeout: 5 * time.Minute, Settle: time.Second, Judge: pythonJudge(t)},
 		&ProviderDesktops{Client: c, LeaseSeconds: 1200}, nil)
 	results, err := r.Run(ctx, entries)
 	if err != nil {
@@ -278,9 +289,26 @@ func TestTier1MirroredTasksThroughDaemon(t *testing.T) {
 		// An infeasible task has no getters (getters_ok –).
 		// OSWorld's metrics scored; drums' agreed (no diverged).
 		if res.Status != StatusRan || res.SetupOK == nil || !*res.SetupOK || res.GettersOK != nil && !*res.GettersOK ||
-			res.ScoreBefore == nil || *res.ScoreBefore != 0 || res.Feasible && res.Evaluator != EvaluatorOSWorld {
+			res.ScoreBefore == nil || *res.ScoreBefore != 0 || res.Feasible && res.Evaluator != osworld.EvaluatorOSWorld {
 			t.Errorf("%s/%s: status %s, setup %s, getters %s, score %s, reason %q", res.Domain, res.ID, res.Status,
-				boolText3(res.SetupOK), boolText3(res.GettersOK), scoreText(res.ScoreBefore), res.Reason)
+				boolText3(res.SetupOK), boolText3(res.GettersOK), osworld.ScoreText(res.ScoreBefore), res.Reason)
 		}
 	}
+}
+
+// pythonJudge is OSWorld's metrics from DRUMS_OSWORLD (its dependencies on
+// DRUMS_OSWORLD_PYTHONPATH), stopped when t ends.
+func pythonJudge(t *testing.T) *osworld.PythonJudge {
+	t.Helper()
+	prov, err := filepath.Abs(filepath.Join("..", "provider", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &osworld.PythonConfig{Python: testutil.DebianPython, OSWorld: os.Getenv("DRUMS_OSWORLD"), PythonPath: os.Getenv("DRUMS_OSWORLD_PYTHONPATH"), ProviderPath: prov, LogDir: t.TempDir()}
+	if err := cfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	j := &osworld.PythonJudge{Config: cfg}
+	t.Cleanup(j.Close)
+	return j
 }

@@ -3,17 +3,17 @@ package browsertest
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/drums-dev/drums/internal/cdp"
 	"github.com/drums-dev/drums/internal/testimage"
 	"github.com/drums-dev/drums/internal/testutil"
 )
@@ -43,15 +43,10 @@ type Options struct {
 //	test --stdin--> sh (3<&0) --fd 3--> chromium
 //	test <-stdout-- sh (4>&1) <-fd 4--- chromium
 type Browser struct {
-	in     io.WriteCloser
-	lines  chan string // stderr, line by line; closed at exit
-	proc   *testutil.Proc
-	image  bool
-	mu     sync.Mutex
-	id     int
-	failed bool
-	// pending are the commands sent and not answered.
-	pending map[int]chan json.RawMessage
+	conn  *cdp.Conn
+	lines chan string // stderr, line by line; closed at exit
+	proc  *testutil.Proc
+	image bool
 }
 
 // Start starts Chromium; it is killed, with every process beside it, when
@@ -101,10 +96,10 @@ func Start(t *testing.T, o Options) *Browser {
 	// A process group of its own, to end Chromium's children (renderers,
 	// zygote) and whatever runs beside it with one signal.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	b := &Browser{in: in, lines: make(chan string, 256), pending: map[int]chan json.RawMessage{}, image: o.Image != ""}
+	b := &Browser{lines: make(chan string, 256), image: o.Image != ""}
 	b.proc = testutil.StartCmd(t, cmd) // killed, group and all, at cleanup
 	t.Cleanup(b.Kill)                  // first, gently
-	go b.read(out)
+	b.conn = cdp.New(cdp.Pipe(out, in))
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -168,73 +163,20 @@ func (b *Browser) WaitLine(t *testing.T, re *regexp.Regexp) []string {
 	}
 }
 
-func (b *Browser) read(out io.Reader) {
-	r := bufio.NewReader(out)
-	for {
-		raw, err := r.ReadBytes(0)
-		if err != nil {
-			b.mu.Lock()
-			for _, ch := range b.pending {
-				close(ch)
-			}
-			b.pending, b.failed = nil, true
-			b.mu.Unlock()
-			return
-		}
-		var msg struct {
-			ID     int
-			Result json.RawMessage
-			Error  *struct{ Message string }
-		}
-		if json.Unmarshal(raw[:len(raw)-1], &msg) != nil || msg.ID == 0 {
-			continue // an event
-		}
-		if msg.Error != nil {
-			msg.Result, _ = json.Marshal(map[string]string{"error": msg.Error.Message})
-		}
-		b.mu.Lock()
-		ch := b.pending[msg.ID]
-		delete(b.pending, msg.ID)
-		b.mu.Unlock()
-		if ch != nil {
-			ch <- msg.Result
-		}
-	}
-}
-
 // call sends a command to the browser target, or with session to a page,
 // and returns its result ({"error": …} for a DevTools error).
 func (b *Browser) call(t *testing.T, session, method string, params any) json.RawMessage {
 	t.Helper()
-	b.mu.Lock()
-	if b.failed {
-		b.mu.Unlock()
-		t.Fatalf("%s: the DevTools pipe is closed (%s)", method, b.exit())
+	var raw json.RawMessage
+	err := b.conn.Call(testutil.WithTimeout(t), session, method, params, &raw)
+	var de *cdp.Error
+	switch {
+	case errors.As(err, &de):
+		raw, _ = json.Marshal(map[string]string{"error": de.Message})
+	case err != nil:
+		t.Fatalf("%v (%s)", err, b.exit())
 	}
-	b.id++
-	id := b.id
-	ch := make(chan json.RawMessage, 1)
-	b.pending[id] = ch
-	msg := map[string]any{"id": id, "method": method, "params": params}
-	if session != "" {
-		msg["sessionId"] = session
-	}
-	raw, _ := json.Marshal(msg)
-	_, err := b.in.Write(append(raw, 0))
-	b.mu.Unlock()
-	if err != nil {
-		t.Fatalf("%s: write to DevTools: %v", method, err)
-	}
-	select {
-	case r, ok := <-ch:
-		if !ok {
-			t.Fatalf("%s: DevTools connection lost (%s)", method, b.exit())
-		}
-		return r
-	case <-testutil.WithTimeout(t).Done():
-		t.Fatalf("%s: no answer", method)
-	}
-	return nil
+	return raw
 }
 
 // Page is one tab, attached in flat mode.
@@ -246,26 +188,16 @@ type Page struct {
 // OpenPage attaches to the tab Chromium opened.
 func (b *Browser) OpenPage(t *testing.T) *Page {
 	t.Helper()
-	var targets struct {
-		TargetInfos []struct{ TargetID, Type string }
-		Error       string
+	ctx := testutil.WithTimeout(t)
+	pages, err := b.conn.Pages(ctx)
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no page among the targets (%v, %s)", err, b.exit())
 	}
-	if err := json.Unmarshal(b.call(t, "", "Target.getTargets", map[string]any{}), &targets); err != nil || targets.Error != "" {
-		t.Fatalf("Target.getTargets: %v %s", err, targets.Error)
+	session, err := b.conn.Attach(ctx, pages[0].TargetID)
+	if err != nil || session == "" {
+		t.Fatalf("attach to %s: %v", pages[0].TargetID, err)
 	}
-	for _, tg := range targets.TargetInfos {
-		if tg.Type != "page" {
-			continue
-		}
-		var att struct{ SessionID, Error string }
-		raw := b.call(t, "", "Target.attachToTarget", map[string]any{"targetId": tg.TargetID, "flatten": true})
-		if err := json.Unmarshal(raw, &att); err != nil || att.SessionID == "" {
-			t.Fatalf("Target.attachToTarget: %s %v", raw, err)
-		}
-		return &Page{b: b, session: att.SessionID}
-	}
-	t.Fatalf("no page among %+v", targets.TargetInfos)
-	return nil
+	return &Page{b: b, session: session}
 }
 
 // Call sends a command to the page and returns its result.

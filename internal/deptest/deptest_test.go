@@ -14,15 +14,18 @@ const module = "github.com/drums-dev/drums"
 
 // forbidden maps a package pattern to the import paths that its packages
 // must not depend on, directly or through another package. A trailing "/..."
-// also forbids every package below that path.
+// also forbids every package below that path. guestd/client is the host
+// side's way to a desktop, which everyone may use: it must know nothing of
+// guestd's server, and the rules forbid the package guestd itself.
 var forbidden = map[string][]string{
-	"./guestd/...":   {module + "/sessions/...", module + "/provider/..."},
-	"./atspi/...":    {"net/http", module + "/sessions/...", module + "/provider/...", module + "/guestd/..."},
-	"./sessions/...": {"net/http", "github.com/labstack/echo/v4/...", "github.com/jezek/xgb/...", module + "/internal/x11/...", module + "/guestd/..."},
-	"./provider/...": {module + "/guestd/...", module + "/internal/x11/...", module + "/internal/pyauto/..."},
-	"./tasks/...":    {module + "/sessions/...", module + "/internal/x11/..."},
+	"./guestd/...":        {module + "/sessions/...", module + "/provider/..."},
+	"./guestd/client/...": {module + "/guestd", "github.com/labstack/echo/v4/...", module + "/atspi/...", module + "/internal/x11/...", module + "/internal/pyauto/..."},
+	"./atspi/...":         {"net/http", module + "/sessions/...", module + "/provider/...", module + "/guestd/..."},
+	"./sessions/...":      {"net/http", "github.com/labstack/echo/v4/...", "github.com/jezek/xgb/...", module + "/internal/x11/...", module + "/guestd/..."},
+	"./provider/...":      {module + "/guestd", module + "/internal/x11/...", module + "/internal/pyauto/..."},
+	"./tasks/...":         {module + "/sessions/...", module + "/internal/x11/..."},
 	// drums carries nothing of a desktop's side: guestd is its own binary.
-	"./internal/drumscli/...": {module + "/guestd/...", module + "/atspi/...", module + "/internal/x11/...", module + "/internal/pyauto/..."},
+	"./internal/drumscli/...": {module + "/guestd", module + "/atspi/...", module + "/internal/x11/...", module + "/internal/pyauto/..."},
 	// guestd's command is also a drop-in for a real OSWorld VM: no engine.
 	"./internal/guestdcli/...": {module + "/sessions/...", module + "/provider/..."},
 	// The host's terminal, for drums session shell: sizes go to sessions
@@ -30,7 +33,7 @@ var forbidden = map[string][]string{
 	"./internal/term/...": {module + "/sessions/..."},
 	// drums run drives desktops through the daemon and the guest API only;
 	// the image store and the daemon's start come from its caller.
-	"./internal/mainjob/...": {module + "/sessions/...", module + "/provider", module + "/guestd/...", module + "/internal/x11/..."},
+	"./internal/mainjob/...": {module + "/sessions/...", module + "/provider", module + "/guestd", module + "/internal/x11/..."},
 }
 
 type listed struct {

@@ -19,7 +19,7 @@ import (
 	"github.com/drums-dev/drums/provider"
 	"github.com/drums-dev/drums/sessions"
 	"github.com/drums-dev/drums/sessions/images"
-	"github.com/drums-dev/drums/tasks"
+	"github.com/drums-dev/drums/tasks/osworld"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -137,8 +137,8 @@ func TestParseTasks(t *testing.T) {
 	args := []string{"--builtin"}
 	parsed(t, parseTasksRun, args, tasksRunConfig{Suite: suiteFlags{Builtin: true}, Out: "tasks-report", Parallel: 2,
 		Socket: "/run/drums/drums.sock", StartDaemon: true, Width: 1920, Height: 1080, Settle: 10 * time.Second,
-		TaskTimeout: 10 * time.Minute, OpenTimeout: tasks.DefaultTimeouts.Open,
-		Python:   tasks.PythonConfig{ProviderPath: "provider/python", Python: "/usr/bin/python3"},
+		TaskTimeout: 10 * time.Minute, OpenTimeout: osworld.DefaultTimeouts.Open,
+		Python:   osworld.PythonConfig{ProviderPath: "provider/python", Python: "/usr/bin/python3"},
 		ImageDir: images.DefaultDir, Image: "osworld", Args: args})
 
 	t.Setenv("DRUMS_OSWORLD", "/osw")
@@ -155,7 +155,7 @@ func TestParseTasks(t *testing.T) {
 			IDs: commaList{"94d95f96"}, Cache: "/cache", HFMirror: "/mirror"},
 		Out: "/o", Files: "/f", Parallel: 3, Socket: "/s.sock", Width: 800, Height: 600, Settle: time.Second,
 		TaskTimeout: time.Minute, OpenTimeout: 2 * time.Minute, LiveWeb: true, ViaPython: true,
-		Python:   tasks.PythonConfig{OSWorld: "/osw", PythonPath: "/pp", ProviderPath: "/prov", Python: "/py"},
+		Python:   osworld.PythonConfig{OSWorld: "/osw", PythonPath: "/pp", ProviderPath: "/prov", Python: "/py"},
 		ImageDir: "/id", Image: "core", Args: args})
 
 	parsed(t, parseTasksList, []string{"--json", "--suite", "/s.json"},

@@ -19,6 +19,7 @@ import (
 	"github.com/drums-dev/drums/sessions"
 	"github.com/drums-dev/drums/sessions/images"
 	"github.com/drums-dev/drums/tasks"
+	"github.com/drums-dev/drums/tasks/osworld"
 )
 
 const tasksUsage = `Usage: drums tasks COMMAND [flags]
@@ -78,10 +79,10 @@ func (s *suiteFlags) check() error {
 }
 
 // fileCache is where task files come from: --cache, then --hf-mirror.
-func (s *suiteFlags) fileCache() (tasks.FileCache, error) {
-	c := tasks.FileCache{Dir: s.Cache}
+func (s *suiteFlags) fileCache() (osworld.FileCache, error) {
+	c := osworld.FileCache{Dir: s.Cache}
 	if s.HFMirror != "" {
-		m, err := tasks.OpenMirror(s.HFMirror)
+		m, err := osworld.OpenMirror(s.HFMirror)
 		if err != nil {
 			return c, err
 		}
@@ -91,13 +92,13 @@ func (s *suiteFlags) fileCache() (tasks.FileCache, error) {
 }
 
 // load returns the selected tasks as entries (suite) or tasks (built-in).
-func (s *suiteFlags) load() ([]tasks.Entry, []*tasks.Task, error) {
+func (s *suiteFlags) load() ([]osworld.Entry, []*osworld.Task, error) {
 	if s.Builtin {
 		all, err := tasks.Builtin()
 		if err != nil {
 			return nil, nil, err
 		}
-		var out []*tasks.Task
+		var out []*osworld.Task
 		for _, t := range all {
 			if len(s.IDs) == 0 || slices.Contains(s.IDs, t.ID) {
 				out = append(out, t)
@@ -117,11 +118,11 @@ func (s *suiteFlags) load() ([]tasks.Entry, []*tasks.Task, error) {
 	if s.Examples, err = filepath.Abs(s.Examples); err != nil {
 		return nil, nil, err
 	}
-	suite, err := tasks.LoadSuite(s.Suite)
+	suite, err := osworld.LoadSuite(s.Suite)
 	if err != nil {
 		return nil, nil, err
 	}
-	entries, err := suite.Select(tasks.Filter{Domains: s.Domains, IDs: s.IDs})
+	entries, err := suite.Select(osworld.Filter{Domains: s.Domains, IDs: s.IDs})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -143,7 +144,7 @@ type tasksRunConfig struct {
 	OpenTimeout time.Duration
 	LiveWeb     bool
 	ViaPython   bool
-	Python      tasks.PythonConfig
+	Python      osworld.PythonConfig
 	ImageDir    string
 	Image       string
 	Args        []string // the command line, for the report
@@ -151,7 +152,7 @@ type tasksRunConfig struct {
 
 func parseTasksRun(args []string, stderr io.Writer) (tasksRunConfig, error) {
 	cfg := tasksRunConfig{Out: "tasks-report", Parallel: 2, StartDaemon: true, Width: 1920, Height: 1080,
-		Settle: 10 * time.Second, TaskTimeout: 10 * time.Minute, OpenTimeout: tasks.DefaultTimeouts.Open, Args: args}
+		Settle: 10 * time.Second, TaskTimeout: 10 * time.Minute, OpenTimeout: osworld.DefaultTimeouts.Open, Args: args}
 	fs := newFlags("tasks run", stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: drums tasks run [flags]
@@ -248,7 +249,7 @@ func runTasksRun(ctx context.Context, cfg tasksRunConfig, s stdio) error {
 		Examples: cfg.Suite.Examples, Cache: cache, Files: files,
 		Parallel: cfg.Parallel, Width: cfg.Width, Height: cfg.Height, TaskTimeout: cfg.TaskTimeout,
 		Settle: cfg.Settle, LiveWeb: cfg.LiveWeb,
-		Timeouts: tasks.Timeouts{Open: cfg.OpenTimeout},
+		Timeouts: osworld.Timeouts{Open: cfg.OpenTimeout},
 	}
 	if cfg.ViaPython {
 		p := cfg.Python
@@ -267,7 +268,7 @@ func runTasksRun(ctx context.Context, cfg tasksRunConfig, s stdio) error {
 		if err := p.Check(); err != nil {
 			return err
 		}
-		judge := &tasks.PythonJudge{Config: &p}
+		judge := &osworld.PythonJudge{Config: &p}
 		defer judge.Close()
 		rc.Judge = judge
 	}
@@ -451,7 +452,7 @@ Flags:
 
 func runTasksList(_ context.Context, cfg tasksListConfig, s stdio) error {
 	if cfg.Native {
-		fmt.Fprintf(s.out, "native getters: %s\nnative metrics: %s\n", strings.Join(tasks.NativeGetters(), ", "), strings.Join(tasks.NativeMetrics(), ", "))
+		fmt.Fprintf(s.out, "native getters: %s\nnative metrics: %s\n", strings.Join(osworld.NativeGetters(), ", "), strings.Join(osworld.NativeMetrics(), ", "))
 		return nil
 	}
 	entries, builtin, err := cfg.Suite.load()
@@ -473,7 +474,7 @@ func runTasksList(_ context.Context, cfg tasksListConfig, s stdio) error {
 	enc := json.NewEncoder(s.out)
 	for _, t := range list {
 		req := tasks.Analyze(t, cache)
-		nn := tasks.NotNativeParts(t)
+		nn := osworld.NotNativeParts(t)
 		if cfg.JSON {
 			if err := enc.Encode(map[string]any{"domain": t.Domain, "id": t.ID, "requirements": req, "not_native": nn}); err != nil {
 				return err

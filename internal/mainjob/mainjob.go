@@ -12,7 +12,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/drums-dev/drums/guestd/client"
 	"github.com/drums-dev/drums/tasks"
+	"github.com/drums-dev/drums/tasks/osworld"
 )
 
 // Config is what the job does.
@@ -132,9 +134,9 @@ func runEpisodes(ctx context.Context, desktops *tasks.ProviderDesktops, cfg Conf
 			}
 			row.id = dk.ID
 			defer func() { _ = desktops.Release(context.WithoutCancel(ctx), dk.ID) }()
-			g := tasks.NewGuest(dk.GuestURL)
+			g := client.New(dk.GuestURL, nil)
 			defer g.Close()
-			env := &tasks.Env{Guest: g, TaskID: task.ID, Screen: tasks.Screen{Width: dk.Width, Height: dk.Height, Password: "password"},
+			env := &osworld.Env{Guest: g, TaskID: task.ID, Screen: osworld.Screen{Width: dk.Width, Height: dk.Height, Password: "password"},
 				WorkDir: filepath.Join(out, "episodes", dk.ID, "work")}
 			row.res = tasks.RunEpisode(ctx, env, task, filepath.Join(out, "episodes", dk.ID))
 			row.err = row.res.Err

@@ -1,12 +1,11 @@
 package pyauto
 
 import (
-	"errors"
 	"path"
-	"regexp"
-	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // The fast path accepts `python -c CODE` where CODE is nothing but:
@@ -140,14 +139,6 @@ type token struct {
 
 func (t token) is(op string) bool { return t.kind == tOp && t.text == op }
 
-// numberRE matches a Python number literal (not its sign); tokenize then
-// checks what may follow it.
-var numberRE = regexp.MustCompile(`^(?:0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+|` +
-	`(?:(?:[0-9](?:_?[0-9])*)?\.[0-9](?:_?[0-9])*|[0-9](?:_?[0-9])*\.?)(?:[eE][+-]?[0-9](?:_?[0-9])*)?)`)
-
-// decimalRE is a decimal int Python accepts: no leading zeros except 0…0.
-var decimalRE = regexp.MustCompile(`^(?:[1-9](?:_?[0-9])*|0(?:_?0)*)$`)
-
 func isIdentStart(c byte) bool { return c == '_' || (c|0x20 >= 'a' && c|0x20 <= 'z') }
 func isIdentChar(c byte) bool  { return isIdentStart(c) || (c >= '0' && c <= '9') }
 
@@ -156,7 +147,7 @@ func isIdentChar(c byte) bool  { return isIdentStart(c) || (c >= '0' && c <= '9'
 // lines vanish, and a logical line must not be indented.
 func tokenize(code string) ([]token, bool) {
 	// Python's tokenizer reads source with universal newlines.
-	s := strings.ReplaceAll(strings.ReplaceAll(code, "\r\n", "\n"), "\r", "\n")
+	s := pyvalue.UniversalNewlines(code)
 	var toks []token
 	line, depth, i := 1, 0, 0
 	lineStart := true
@@ -212,12 +203,12 @@ func tokenize(code string) ([]token, bool) {
 			}
 			i, line = i+1, line+1
 		case c == '\'' || c == '"':
-			str, n, lines, ok := lexString(s[i:], "")
-			if !ok {
+			lit, ok := pyvalue.StringLiteral(s[i:], "")
+			if !ok || lit.Warns {
 				return nil, false
 			}
-			emit(tString, "", strV(str))
-			i, line = i+n, line+lines
+			emit(tString, "", strV(lit.Value))
+			i, line = i+lit.Len, line+lit.Lines
 		case isIdentStart(c):
 			j := i
 			for j < len(s) && isIdentChar(s[j]) {
@@ -225,12 +216,12 @@ func tokenize(code string) ([]token, bool) {
 			}
 			word := s[i:j]
 			if j < len(s) && (s[j] == '\'' || s[j] == '"') && len(word) <= 2 {
-				str, n, lines, ok := lexString(s[j:], strings.ToLower(word))
-				if !ok {
+				lit, ok := pyvalue.StringLiteral(s[j:], strings.ToLower(word))
+				if !ok || lit.Warns {
 					return nil, false
 				}
-				emit(tString, "", strV(str))
-				i, line = j+n, line+lines
+				emit(tString, "", strV(lit.Value))
+				i, line = j+lit.Len, line+lit.Lines
 				continue
 			}
 			if j < len(s) && s[j] >= 0x80 {
@@ -239,14 +230,21 @@ func tokenize(code string) ([]token, bool) {
 			emit(tName, word, none)
 			i = j
 		case c >= '0' && c <= '9' || (c == '.' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9'):
-			lit := numberRE.FindString(s[i:])
+			lit := pyvalue.LexNumber(s[i:])
 			j := i + len(lit)
 			if lit == "" || (j < len(s) && (isIdentChar(s[j]) || s[j] == '.' || s[j] >= 0x80)) {
 				return nil, false
 			}
-			v, ok := numberValue(lit)
+			n, ok := pyvalue.NumberLiteral(lit)
 			if !ok {
 				return nil, false
+			}
+			v := intV(0)
+			switch n := n.(type) {
+			case int64:
+				v = intV(n)
+			case float64:
+				v = floatV(n)
 			}
 			emit(tNumber, lit, v)
 			i = j
@@ -275,130 +273,6 @@ func tokenize(code string) ([]token, bool) {
 	emit(tNewline, "", none)
 	emit(tEOF, "", none)
 	return toks, true
-}
-
-func numberValue(lit string) (pyValue, bool) {
-	clean := strings.ReplaceAll(lit, "_", "")
-	lower := strings.ToLower(clean)
-	isPrefixed := len(lower) > 1 && lower[0] == '0' && strings.ContainsAny(lower[1:2], "xob")
-	if !isPrefixed && strings.ContainsAny(lower, ".e") {
-		f, err := strconv.ParseFloat(clean, 64)
-		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			return none, false
-		}
-		return floatV(f), true // out of range is inf or 0, as in Python
-	}
-	if !isPrefixed && !decimalRE.MatchString(lit) {
-		return none, false
-	}
-	n, err := strconv.ParseInt(clean, 0, 64)
-	if err != nil {
-		return none, false // beyond int64: not ours
-	}
-	return intV(n), true
-}
-
-// lexString reads one string literal (after its prefix) and returns its
-// value, its length in bytes and the newlines it spans. Escapes that
-// Python 3.12+ warns about (unknown ones, octal above \377) and \N{…} are
-// refused, as are bytes and f-strings.
-func lexString(s, prefix string) (string, int, int, bool) {
-	raw := false
-	switch prefix {
-	case "", "u":
-	case "r":
-		raw = true
-	default:
-		return "", 0, 0, false
-	}
-	q := s[0]
-	delim := s[:1]
-	if strings.HasPrefix(s, strings.Repeat(delim, 3)) {
-		delim = strings.Repeat(delim, 3)
-	}
-	triple := len(delim) == 3
-	var b strings.Builder
-	i, lines := len(delim), 0
-	for {
-		if i >= len(s) {
-			return "", 0, 0, false
-		}
-		if strings.HasPrefix(s[i:], delim) {
-			return b.String(), i + len(delim), lines, true
-		}
-		c := s[i]
-		switch {
-		case c == '\n' && !triple:
-			return "", 0, 0, false
-		case c == '\n':
-			lines++
-			b.WriteByte('\n')
-			i++
-		case c == '\\' && i+1 >= len(s):
-			return "", 0, 0, false
-		case c == '\\' && raw:
-			// The backslash stays, and the character after it cannot
-			// end the string.
-			r, n := utf8.DecodeRuneInString(s[i+1:])
-			if r == '\n' {
-				lines++
-			}
-			b.WriteByte('\\')
-			b.WriteRune(r)
-			i += 1 + n
-		case c == '\\':
-			n, ok := escape(&b, s[i+1:], q)
-			if !ok {
-				return "", 0, 0, false
-			}
-			if s[i+1] == '\n' {
-				lines++
-			}
-			i += 1 + n
-		default:
-			r, n := utf8.DecodeRuneInString(s[i:])
-			b.WriteRune(r)
-			i += n
-		}
-	}
-}
-
-// escape decodes the escape sequence at the start of s (after the
-// backslash) into b and returns the bytes it used.
-func escape(b *strings.Builder, s string, quote byte) (int, bool) {
-	simple := map[byte]byte{'\\': '\\', '\'': '\'', '"': '"', 'a': 7, 'b': 8, 'f': 12, 'n': '\n', 'r': '\r', 't': '\t', 'v': 11}
-	c := s[0]
-	if v, ok := simple[c]; ok {
-		b.WriteByte(v)
-		return 1, true
-	}
-	switch {
-	case c == '\n':
-		return 1, true // line continuation inside the string
-	case c >= '0' && c <= '7':
-		n := 1
-		for n < 3 && n < len(s) && s[n] >= '0' && s[n] <= '7' {
-			n++
-		}
-		v, _ := strconv.ParseUint(s[:n], 8, 32)
-		if v > 0o377 {
-			return 0, false
-		}
-		b.WriteRune(rune(v))
-		return n, true
-	case c == 'x' || c == 'u' || c == 'U':
-		n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[c]
-		if len(s) < 1+n {
-			return 0, false
-		}
-		v, err := strconv.ParseUint(s[1:1+n], 16, 32)
-		if err != nil || strings.ContainsAny(s[1:1+n], "+-_") || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff) {
-			return 0, false // lone surrogates cannot be UTF-8 text
-		}
-		b.WriteRune(rune(v))
-		return 1 + n, true
-	}
-	return 0, false
 }
 
 // --- statements -----------------------------------------------------------

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/drums-dev/drums/internal/pyfmt"
+	"github.com/drums-dev/drums/internal/pyvalue"
 )
 
 // pyKind is the Python type of a pyValue.
@@ -134,9 +134,9 @@ func (v pyValue) repr() string {
 	case kindInt:
 		return strconv.FormatInt(v.Int, 10)
 	case kindFloat:
-		return pyfmt.Float(v.Float)
+		return pyvalue.ReprFloat(v.Float)
 	case kindStr:
-		return pyfmt.Str(v.Str)
+		return pyvalue.ReprStr(v.Str)
 	case kindTuple, kindList:
 		parts := make([]string, len(v.Items))
 		for i, it := range v.Items {
@@ -213,7 +213,7 @@ func pyInt(v pyValue) (int64, error) {
 		if n, ok := parseIntLiteral(s); ok {
 			return n, nil
 		}
-		return 0, &pyError{Type: "ValueError", Msg: "invalid literal for int() with base 10: " + pyfmt.Str(v.Str)}
+		return 0, &pyError{Type: "ValueError", Msg: "invalid literal for int() with base 10: " + pyvalue.ReprStr(v.Str)}
 	}
 	return 0, typeError("int() argument must be a string, a bytes-like object or a real number, not '%s'", v.typeName())
 }
@@ -252,7 +252,7 @@ func pyFloat(v pyValue) (float64, error) {
 				return f, nil
 			}
 		}
-		return 0, &pyError{Type: "ValueError", Msg: "could not convert string to float: " + pyfmt.Str(v.Str)}
+		return 0, &pyError{Type: "ValueError", Msg: "could not convert string to float: " + pyvalue.ReprStr(v.Str)}
 	}
 	return 0, typeError("float() argument must be a string or a real number, not '%s'", v.typeName())
 }

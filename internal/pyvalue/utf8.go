@@ -1,6 +1,7 @@
 package pyvalue
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -66,4 +67,48 @@ func SequenceAt(s string) (n, valid int) {
 		lo, hi = 0x80, 0xBF
 	}
 	return n, valid
+}
+
+// UnicodeDecodeError is Python's UnicodeDecodeError for the utf-8 codec.
+type UnicodeDecodeError struct {
+	start, end int // the offending bytes, [start, end)
+	b          byte
+	reason     string
+}
+
+func (e *UnicodeDecodeError) Error() string {
+	if e.end-e.start == 1 {
+		return fmt.Sprintf("'utf-8' codec can't decode byte 0x%02x in position %d: %s", e.b, e.start, e.reason)
+	}
+	return fmt.Sprintf("'utf-8' codec can't decode bytes in position %d-%d: %s", e.start, e.end-1, e.reason)
+}
+
+// DecodeUTF8 is bytes.decode("utf-8") in strict mode: it returns the first
+// error with CPython's positions and reasons ("invalid start byte",
+// "invalid continuation byte", "unexpected end of data").
+func DecodeUTF8(b []byte) (string, error) {
+	s := string(b)
+	for i := 0; i < len(s); {
+		n, valid := SequenceAt(s[i:])
+		switch {
+		case n == 0:
+			return "", &UnicodeDecodeError{start: i, end: i + 1, b: s[i], reason: "invalid start byte"}
+		case valid < n && i+valid == len(s):
+			return "", &UnicodeDecodeError{start: i, end: len(s), b: s[i], reason: "unexpected end of data"}
+		case valid < n:
+			return "", &UnicodeDecodeError{start: i, end: i + valid, b: s[i], reason: "invalid continuation byte"}
+		}
+		i += n
+	}
+	return s, nil
+}
+
+// Text is what subprocess gives for captured output in text mode: strict
+// UTF-8, then universal newlines ("\r\n" and a lone "\r" become "\n").
+func Text(b []byte) (string, error) {
+	s, err := DecodeUTF8(b)
+	if err != nil {
+		return "", err
+	}
+	return UniversalNewlines(s), nil
 }

@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/drums-dev/drums/internal/pyfmt"
 )
 
 // Truthy is Python's bool(v): False, None, 0, 0.0, "", [] and {} are false,
@@ -128,13 +126,13 @@ func Repr(v any) string {
 		if IsInt(x) {
 			return strconv.FormatInt(int64(x), 10)
 		}
-		return pyfmt.Float(x)
+		return ReprFloat(x)
 	case int:
 		return strconv.Itoa(x)
 	case json.Number:
 		return numberText(x)
 	case string:
-		return pyfmt.Str(x)
+		return ReprStr(x)
 	case []any:
 		parts := make([]string, len(x))
 		for i, e := range x {
@@ -142,7 +140,7 @@ func Repr(v any) string {
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	case []string:
-		return pyfmt.StrList(x)
+		return ReprStrList(x)
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {
@@ -151,7 +149,7 @@ func Repr(v any) string {
 		sort.Strings(keys)
 		parts := make([]string, len(keys))
 		for i, k := range keys {
-			parts[i] = pyfmt.Str(k) + ": " + Repr(x[k])
+			parts[i] = ReprStr(k) + ": " + Repr(x[k])
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
@@ -171,7 +169,7 @@ func numberText(n json.Number) string {
 			}
 			return "inf"
 		}
-		return pyfmt.Float(f)
+		return ReprFloat(f)
 	}
 	neg := strings.HasPrefix(s, "-")
 	digits := strings.TrimLeft(strings.TrimPrefix(s, "-"), "0")
