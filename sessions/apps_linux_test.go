@@ -35,6 +35,19 @@ d.sync()"`
 		return strings.Contains(out, "Terminal")
 	})
 	mustRun(t, s, "", "wmctrl -a Terminal")
+	// openbox runs without the Compose table (images.OpenboxEnv); the
+	// shell of the terminal it started has the desktop's environment.
+	if got := mustRun(t, s, "", `tr '\0' '\n' </proc/$(pgrep -x openbox)/environ | grep '^XCOMPOSEFILE='`); strings.TrimSpace(got) != images.OpenboxEnv[0] {
+		t.Errorf("openbox's environment has %q, want %s", got, images.OpenboxEnv[0])
+	}
+	shellEnv := `for c in $(pgrep -P $(pgrep -x gnome-terminal-)); do tr '\0' '\n' </proc/$c/environ; done`
+	waitFor(t, func() bool {
+		out, _ := run(t, s, "", shellEnv)
+		return strings.Contains(out, "DISPLAY=")
+	})
+	if out := mustRun(t, s, "", shellEnv); strings.Contains(out, "XCOMPOSEFILE") {
+		t.Errorf("the terminal's shell inherited openbox's XCOMPOSEFILE:\n%s", out)
+	}
 }
 
 // A fresh desktop's default video player is Ubuntu's (not VLC), and the

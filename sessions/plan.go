@@ -173,6 +173,7 @@ type CgroupPlan struct {
 type Proc struct {
 	Name  string   `json:"name"`
 	Argv  []string `json:"argv"`
+	Env   []string `json:"env,omitempty"` // added to the plan's environment
 	Needs []string `json:"needs,omitempty"`
 	// Ready is how the process says it is ready:
 	//   displayfd      Xvfb writes its display number on fd 3
@@ -188,6 +189,12 @@ type Proc struct {
 	//                  before that: a Ctrl+Alt+T pressed then is lost)
 	Ready     string `json:"ready"`
 	ReadyLine string `json:"ready_line,omitempty"`
+	// Socket, where set, is a Unix socket the process listens on before
+	// it is ready: the processes that need it start as soon as it accepts
+	// a connection. Xvfb listens before it builds its screen and compiles
+	// its keymap; an X client that connects then waits in the connection
+	// setup, so its own start (loading its libraries) overlaps Xvfb's.
+	Socket string `json:"socket,omitempty"`
 	// Essential processes fail the session when they exit.
 	Essential bool `json:"essential"`
 }
@@ -436,7 +443,7 @@ func checkBinds(binds []Bind) ([]Bind, error) {
 
 // stack is the desktop: Xvfb and the session bus first (together), then the
 // window manager, the accessibility bus and guestd, each as soon as what it
-// needs is ready. launcher is where the image has at-spi-bus-launcher.
+// needs is ready (Xvfb: listening). launcher is where the image has at-spi-bus-launcher.
 func stack(p *Plan, launcher string) []Proc {
 	xvfb := []string{"Xvfb", p.Display, "-displayfd", "3", "-noreset", "-nolisten", "tcp",
 		"-screen", "0", fmt.Sprintf("%dx%dx%d", p.Screen.Width, p.Screen.Height, p.Screen.Depth)}
@@ -444,11 +451,11 @@ func stack(p *Plan, launcher string) []Proc {
 		xvfb = append(xvfb, "-extension", "GLX")
 	}
 	return []Proc{
-		{Name: "xvfb", Argv: xvfb, Ready: "displayfd", Essential: true},
+		{Name: "xvfb", Argv: xvfb, Ready: "displayfd", Socket: "/tmp/.X11-unix/X" + strings.TrimPrefix(p.Display, ":"), Essential: true},
 		{Name: "dbus", Argv: []string{"dbus-daemon", "--config-file=" + images.SessionBusConf, "--nofork", "--print-address=3"},
 			Ready: "print-address", Essential: true},
 		{Name: "openbox", Argv: []string{"openbox", "--sm-disable", "--startup", "/bin/sh -c 'echo " + wmReadyLine + "'"},
-			Needs: []string{"xvfb"}, Ready: "log", ReadyLine: wmReadyLine},
+			Env: images.OpenboxEnv, Needs: []string{"xvfb"}, Ready: "log", ReadyLine: wmReadyLine},
 		{Name: "at-spi", Argv: []string{launcher, "--launch-immediately", "--a11y=1"},
 			Needs: []string{"xvfb", "dbus"}, Ready: "a11y"},
 		{Name: "guestd", Argv: []string{images.GuestdPath, "--listen", fmt.Sprintf("0.0.0.0:%d", p.GuestPort), "--vnc-listen", "0.0.0.0:8006"},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,20 +113,28 @@ func (p *stackProc) untilExit(ctx context.Context) (context.Context, context.Can
 
 // startProc starts a stack process whose output goes to the log, with
 // extra descriptors from fd 3 on; its log's seen closes at the first line
-// containing readyLine (never, when it is "").
-func (in *initProc) startProc(name string, argv []string, essential bool, readyLine string, extra ...*os.File) (*stackProc, error) {
+// containing proc.ReadyLine when its readiness is "log".
+func (in *initProc) startProc(proc Proc, extra ...*os.File) (*stackProc, error) {
+	name, readyLine := proc.Name, ""
+	if proc.Ready == "log" {
+		readyLine = proc.ReadyLine
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("pipe for %s: %w", name, err)
 	}
 	files := append([]*os.File{nil, w, w}, extra...)
-	pid, done, err := in.spawn(procOpts{argv: argv, files: files})
+	var env []string
+	if len(proc.Env) > 0 {
+		env = append(slices.Clip(in.plan.Env), proc.Env...)
+	}
+	pid, done, err := in.spawn(procOpts{argv: proc.Argv, env: env, files: files})
 	w.Close()
 	if err != nil {
 		r.Close()
 		return nil, fmt.Errorf("%w: %w", err, ErrStack)
 	}
-	p := &stackProc{name: name, pid: pid, essential: essential, log: newProcLog(name, readyLine, in.log), exited: make(chan struct{})}
+	p := &stackProc{name: name, pid: pid, essential: proc.Essential, log: newProcLog(name, readyLine, in.log), exited: make(chan struct{})}
 	go p.log.copy(r)
 	go func() {
 		p.status = <-done
@@ -139,9 +148,9 @@ func (in *initProc) startProc(name string, argv []string, essential bool, readyL
 }
 
 // startStack brings the desktop up: each process starts as soon as the ones
-// it needs are ready (up[name] is closed then), so Xvfb and the session
-// bus start together, then openbox, the accessibility bus and guestd
-// together.
+// it needs are ready or listen on their Socket (up[name] is closed then),
+// so Xvfb and the session bus start together, then openbox, the
+// accessibility bus and guestd together.
 func (in *initProc) startStack(ctx context.Context) error {
 	up := map[string]chan struct{}{}
 	for _, p := range in.plan.Stack {
@@ -157,12 +166,14 @@ func (in *initProc) startStack(ctx context.Context) error {
 					return
 				}
 			}
-			if err := in.startReady(ctx, proc); err != nil {
+			var once sync.Once
+			open := func() { once.Do(func() { close(up[proc.Name]) }) }
+			if err := in.startReady(ctx, proc, open); err != nil {
 				errc <- err
 				return
 			}
 			in.step(proc.Name)
-			close(up[proc.Name])
+			open()
 			errc <- nil
 		}()
 	}
@@ -174,8 +185,23 @@ func (in *initProc) startStack(ctx context.Context) error {
 	return nil
 }
 
-// startReady starts proc and waits until it says it is ready.
-func (in *initProc) startReady(ctx context.Context, proc Proc) error {
+// startReady starts proc and waits until it says it is ready; listening
+// calls listening first when proc has a Socket and it accepts before then (a
+// step "NAME-socket").
+func (in *initProc) startReady(ctx context.Context, proc Proc, listening func()) error {
+	if proc.Socket != "" {
+		w, err := watchSocket(proc.Socket)
+		if err != nil {
+			return fmt.Errorf("%s: %w: %w", proc.Name, err, ErrStack)
+		}
+		defer w.Close()
+		go func() {
+			if w.wait() == nil {
+				in.step(proc.Name + "-socket")
+				listening()
+			}
+		}()
+	}
 	switch proc.Ready {
 	case "displayfd", "print-address":
 		r, w, err := os.Pipe()
@@ -183,7 +209,7 @@ func (in *initProc) startReady(ctx context.Context, proc Proc) error {
 			return fmt.Errorf("pipe for %s: %w", proc.Name, err)
 		}
 		defer r.Close()
-		p, err := in.startProc(proc.Name, proc.Argv, proc.Essential, "", w)
+		p, err := in.startProc(proc, w)
 		w.Close()
 		if err != nil {
 			return err
@@ -202,13 +228,13 @@ func (in *initProc) startReady(ctx context.Context, proc Proc) error {
 		}
 		return nil
 	case "a11y":
-		p, err := in.startProc(proc.Name, proc.Argv, proc.Essential, "")
+		p, err := in.startProc(proc)
 		if err != nil {
 			return err
 		}
 		return in.waitA11y(ctx, p)
 	case "log":
-		p, err := in.startProc(proc.Name, proc.Argv, proc.Essential, proc.ReadyLine)
+		p, err := in.startProc(proc)
 		if err != nil {
 			return err
 		}

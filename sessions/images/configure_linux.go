@@ -23,8 +23,8 @@ var userGroups = []string{"adm", "cdrom", "sudo", "dip", "plugdev", "audio", "vi
 // applications' settings in its home; accessibility on in dconf;
 // google-chrome served by Chromium; Ubuntu's default video player; VLC's
 // HTTP interface; LibreOffice without its Tip of the Day; PulseAudio's
-// null sink at 40%. What an application needs is written only when the
-// image has the application.
+// null sink at 40%; Xvfb's keymap compiled once (xkbcomp). What an
+// application needs is written only when the image has the application.
 func configure(rootfs string) error {
 	t := tree{root: rootfs, base: rootfs}
 	if err := t.users(); err != nil {
@@ -74,6 +74,11 @@ func configure(rootfs string) error {
 	// openbox's and 0.9 MiB each).
 	if has(rootfs, "usr/bin/fc-cache") {
 		if err := inRoot(rootfs, "fc-cache", "--system-only"); err != nil {
+			return err
+		}
+	}
+	if has(rootfs, "usr/bin/Xvfb") && has(rootfs, "usr/bin/xkbcomp") {
+		if err := t.xkbcomp(); err != nil {
 			return err
 		}
 	}
@@ -143,14 +148,8 @@ func (t tree) chrome() error {
 // architecture; an image of another one goes without it (the launcher
 // preloads it only where it exists), and its browser answers as Chromium.
 func (t tree) chromeName() error {
-	bin, err := elf.Open(filepath.Join(t.root, chromiumBinary))
-	if err != nil {
-		return fmt.Errorf("read Chromium's binary: %w", err)
-	}
-	machine := bin.Machine
-	bin.Close()
-	if machine != hostMachine[runtime.GOARCH] {
-		return nil
+	if native, err := t.hostArch(chromiumBinary); err != nil || !native {
+		return err
 	}
 	if err := t.mkdirs(filepath.Dir(chromeNameShim)); err != nil {
 		return err
@@ -162,6 +161,17 @@ func (t tree) chromeName() error {
 		return fmt.Errorf("build %s (a C compiler is needed: scripts/deps): %w: %s", chromeNameShim, err, bytes.TrimSpace(out))
 	}
 	return nil
+}
+
+// hostArch says whether the image's binary at path is for the host's
+// architecture (what the host's C compiler builds for).
+func (t tree) hostArch(path string) (bool, error) {
+	bin, err := elf.Open(filepath.Join(t.root, path))
+	if err != nil {
+		return false, fmt.Errorf("read the image's %s: %w", path, err)
+	}
+	defer bin.Close()
+	return bin.Machine == hostMachine[runtime.GOARCH], nil
 }
 
 // hostMachine is the ELF machine of each architecture drums runs on.

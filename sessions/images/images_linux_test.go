@@ -257,7 +257,7 @@ func TestConfigureAndLayer(t *testing.T) {
 		t.Fatal(err)
 	}
 	readLayer := func(p string) string { b, _ := os.ReadFile(filepath.Join(layer, p)); return string(b) }
-	if rc := readLayer("etc/xdg/openbox/rc.xml"); !strings.Contains(rc, `<keybind key="C-A-t"><action name="Execute"><command>gnome-terminal</command>`) {
+	if rc := readLayer("etc/xdg/openbox/rc.xml"); !strings.Contains(rc, `<keybind key="C-A-t"><action name="Execute"><command>env -u XCOMPOSEFILE gnome-terminal</command>`) {
 		t.Errorf("openbox's Ctrl+Alt+T does not run the image's gnome-terminal:\n%s", rc)
 	}
 	if !strings.Contains(readLayer("etc/drums/session-bus.conf"), "<servicedir>/etc/drums/dbus-services</servicedir>") ||

@@ -11,7 +11,7 @@ import (
 // layerVersion changes whenever drums' layer changes; a store makes the
 // layer of this version beside older ones the first time an image is used,
 // without touching the image.
-const layerVersion = 2
+const layerVersion = 3
 
 // ensureLayer makes drums' layer of this version for im if it is missing:
 // in a temporary directory, renamed into place, so a crash leaves no half
@@ -160,8 +160,17 @@ const sessionBusConfig = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus 
 </busconfig>
 `
 
+// OpenboxEnv is what openbox runs with beyond the desktop's environment.
+// It reads no composed input (its menus take single keys), and without
+// the locale's Compose table (thousands of sequences, parsed at each
+// start) it is ready about 12 ms of CPU sooner. What it starts must not
+// inherit that: the terminal of Ctrl+Alt+T goes without (openboxRC; the
+// layer binds nothing else that starts a program).
+var OpenboxEnv = []string{"XCOMPOSEFILE=/dev/null"}
+
 // openboxRC is the window manager's configuration: click to focus, one
-// desktop, Ctrl+Alt+T for a terminal, the usual window mouse actions.
+// desktop, Ctrl+Alt+T for a terminal (without OpenboxEnv), the usual
+// window mouse actions.
 const openboxRC = `<?xml version="1.0" encoding="UTF-8"?>
 <openbox_config xmlns="http://openbox.org/3.4/rc">
   <resistance><strength>10</strength><screen_edge_strength>20</screen_edge_strength></resistance>
@@ -170,7 +179,7 @@ const openboxRC = `<?xml version="1.0" encoding="UTF-8"?>
   <theme><name>Clearlooks</name><titleLayout>NLIMC</titleLayout></theme>
   <desktops><number>1</number></desktops>
   <keyboard>
-    <keybind key="C-A-t"><action name="Execute"><command>@TERMINAL@</command></action></keybind>
+    <keybind key="C-A-t"><action name="Execute"><command>env -u XCOMPOSEFILE @TERMINAL@</command></action></keybind>
     <keybind key="A-F4"><action name="Close"/></keybind>
     <keybind key="A-Tab"><action name="NextWindow"/></keybind>
     <keybind key="A-S-Tab"><action name="PreviousWindow"/></keybind>

@@ -69,7 +69,7 @@ const DefaultSuite = "bookworm"
 
 // recipeVersion changes whenever configure.go changes what it writes, so
 // that an image built by an older drums is not taken for this one's.
-const recipeVersion = 4
+const recipeVersion = 5
 
 // BuildOptions say what to build.
 type BuildOptions struct {
