@@ -113,13 +113,14 @@ func (p *stackProc) untilExit(ctx context.Context) (context.Context, context.Can
 // startProc starts a stack process whose output goes to the log, with
 // extra descriptors from fd 3 on; its log's seen closes at the first line
 // containing readyLine (never, when it is "").
-func (in *initProc) startProc(name string, argv []string, essential bool, readyLine string, extra ...*os.File) (*stackProc, error) {
+func (in *initProc) startProc(proc Proc, readyLine string, extra ...*os.File) (*stackProc, error) {
+	name, essential := proc.Name, proc.Essential
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("pipe for %s: %w", name, err)
 	}
 	files := append([]*os.File{nil, w, w}, extra...)
-	pid, done, err := in.spawn(procOpts{argv: argv, files: files})
+	pid, done, err := in.spawn(procOpts{argv: proc.Argv, root: proc.Root, files: files})
 	w.Close()
 	if err != nil {
 		r.Close()
@@ -183,7 +184,7 @@ func (in *initProc) startReady(ctx context.Context, proc Proc) error {
 			return fmt.Errorf("pipe for %s: %w", proc.Name, err)
 		}
 		defer r.Close()
-		p, err := in.startProc(proc.Name, proc.Argv, proc.Essential, "", w)
+		p, err := in.startProc(proc, "", w)
 		w.Close()
 		if err != nil {
 			return err
@@ -202,13 +203,13 @@ func (in *initProc) startReady(ctx context.Context, proc Proc) error {
 		}
 		return nil
 	case "a11y":
-		p, err := in.startProc(proc.Name, proc.Argv, proc.Essential, "")
+		p, err := in.startProc(proc, "")
 		if err != nil {
 			return err
 		}
 		return in.waitA11y(ctx, p)
 	case "log":
-		p, err := in.startProc(proc.Name, proc.Argv, proc.Essential, proc.ReadyLine)
+		p, err := in.startProc(proc, proc.ReadyLine)
 		if err != nil {
 			return err
 		}
