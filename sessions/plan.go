@@ -197,6 +197,8 @@ type Proc struct {
 	Socket string `json:"socket,omitempty"`
 	// Essential processes fail the session when they exit.
 	Essential bool `json:"essential"`
+	// Root runs the process as the desktop's root instead of its user.
+	Root bool `json:"root,omitempty"`
 }
 
 // planInput is everything NewPlan reads; the engine gathers the host facts.
@@ -217,10 +219,12 @@ type imageInfo struct {
 	layer   string // drums' layer under dir (images.Image.LayerDir)
 	id      string
 	desktop images.Desktop
+	// systemBus: the desktop runs a system bus (images.SystemBusConf).
+	systemBus bool
 }
 
 func infoOf(im *images.Image) imageInfo {
-	return imageInfo{dir: im.Dir(), layer: im.LayerDir(), id: im.ShortID(), desktop: im.Desktop}
+	return imageInfo{dir: im.Dir(), layer: im.LayerDir(), id: im.ShortID(), desktop: im.Desktop, systemBus: im.SystemServices()}
 }
 
 // Session paths fixed by OSWorld.
@@ -327,7 +331,24 @@ func newPlan(in planInput) (*Plan, error) {
 	p.Root.ReadOnly = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys"}
 	p.Root.Masks = maskedPaths
 	p.Stack = stack(p, launcher)
+	if im.systemBus {
+		addSystemBus(p)
+	}
 	return p, nil
+}
+
+// addSystemBus gives the desktop its system bus, run by its root: the
+// bus's socket directory, /run/systemd/system (sd_booted(), which
+// timedatectl and its kind check before they use the bus), and the bus
+// itself, which nothing of the stack waits for (its readiness is its
+// printed address, a few milliseconds after its start, beside Xvfb's).
+func addSystemBus(p *Plan) {
+	for _, d := range []string{"/run/dbus", "/run/systemd", "/run/systemd/system"} {
+		p.Root.Dirs = append(p.Root.Dirs, Dir{Path: d, Mode: 0o755, UID: p.IDs.ToHost(0), GID: p.IDs.ToHost(0)})
+	}
+	p.Stack = append(p.Stack, Proc{Name: "system-bus",
+		Argv:  []string{"dbus-daemon", "--config-file=" + images.SystemBusConf, "--nofork", "--print-address=3"},
+		Ready: "print-address", Root: true})
 }
 
 // userEnv is the environment of every process of the desktop.

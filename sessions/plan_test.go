@@ -179,6 +179,7 @@ func TestPlanOptions(t *testing.T) {
 	in := testInput(t, Request{Width: 1280, Height: 720, GuestPort: 5001, NoEgress: true, GLX: true,
 		Limits: Limits{MemoryBytes: 1 << 30, Pids: 512, CPUs: 0.5}}, 0)
 	in.cfg.UpperOnDisk = true
+	in.image.systemBus = true
 	p, err := newPlan(in)
 	if err != nil {
 		t.Fatal(err)
@@ -197,6 +198,20 @@ func TestPlanOptions(t *testing.T) {
 	}
 	if p.Net.Gateway.String() != "10.213.0.1/30" || p.Net.Address.String() != "10.213.0.2/30" {
 		t.Errorf("slot 0 addresses %s %s", p.Net.Gateway, p.Net.Address)
+	}
+	// An image with system services: its system bus, run by the desktop's
+	// root, waited for by nothing, and systemd's booted mark.
+	bus := p.Stack[len(p.Stack)-1]
+	if bus.Name != "system-bus" || !bus.Root || bus.Essential || !slices.Contains(bus.Argv, "--config-file="+images.SystemBusConf) {
+		t.Errorf("system bus %+v", bus)
+	}
+	for _, s := range p.Stack {
+		if slices.Contains(s.Needs, bus.Name) {
+			t.Errorf("%s waits for the system bus", s.Name)
+		}
+	}
+	if !slices.ContainsFunc(p.Root.Dirs, func(d Dir) bool { return d.Path == "/run/systemd/system" && d.UID == p.IDs.ToHost(0) }) {
+		t.Errorf("dirs %+v: no /run/systemd/system of the desktop's root", p.Root.Dirs)
 	}
 }
 

@@ -128,7 +128,7 @@ func (in *initProc) startProc(proc Proc, extra ...*os.File) (*stackProc, error) 
 	if len(proc.Env) > 0 {
 		env = append(slices.Clip(in.plan.Env), proc.Env...)
 	}
-	pid, done, err := in.spawn(procOpts{argv: proc.Argv, env: env, files: files})
+	pid, done, err := in.spawn(procOpts{argv: proc.Argv, root: proc.Root, env: env, files: files})
 	w.Close()
 	if err != nil {
 		r.Close()

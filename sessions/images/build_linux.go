@@ -230,7 +230,7 @@ func (s *Store) install(b *building, im *Image, name string, replace bool) error
 	if im.Size, err = diskUsage(rootfs); err != nil {
 		return err
 	}
-	if err := writeLayer(filepath.Join(b.dir, im.LayerDir()), rootfs, im.Desktop); err != nil {
+	if err := writeLayer(filepath.Join(b.dir, im.LayerDir()), rootfs, im.Desktop, im.recipe()); err != nil {
 		return err
 	}
 	if err := writeJSON(filepath.Join(b.dir, "image.json"), im); err != nil {

@@ -183,8 +183,10 @@ func fakeRoot(t *testing.T) string {
 		"etc/skel/.profile": "# profile\n",
 		"etc/os-release":    "PRETTY_NAME=\"Fake 1\"\n",
 		"usr/share/dbus-1/services/org.gnome.Terminal.service": "[D-BUS Service]\nName=org.gnome.Terminal\n",
-		"usr/bin/python3":        "#!",
-		"usr/bin/gnome-terminal": "#!",
+		"usr/bin/python3":                       "#!",
+		"usr/bin/gnome-terminal":                "#!",
+		"lib/systemd/systemd-timedated":         "#!",
+		"usr/share/zoneinfo/" + OSWorldTimeZone: "TZif2",
 	}
 	for p, data := range files {
 		full := filepath.Join(root, p)
@@ -253,7 +255,7 @@ func TestConfigureAndLayer(t *testing.T) {
 	}
 
 	layer := filepath.Join(t.TempDir(), "layer")
-	if err := writeLayer(layer, root, d); err != nil {
+	if err := writeLayer(layer, root, d, Recipes["osworld"]); err != nil {
 		t.Fatal(err)
 	}
 	readLayer := func(p string) string { b, _ := os.ReadFile(filepath.Join(layer, p)); return string(b) }
@@ -266,6 +268,23 @@ func TestConfigureAndLayer(t *testing.T) {
 	}
 	if h := readLayer("etc/hosts"); !strings.Contains(h, "127.0.0.1\tlocalhost") || !strings.Contains(h, "127.0.1.1\tdrums") {
 		t.Errorf("hosts:\n%s", h)
+	}
+	// The osworld recipe's system services: the image's timedated only
+	// (it has no hostnamed or localed), and its time zone.
+	if !strings.Contains(readLayer(SystemBusConf), "<servicedir>/etc/drums/system-services</servicedir>") ||
+		readLayer("etc/drums/system-services/org.freedesktop.timedate1.service") != "[D-BUS Service]\nName=org.freedesktop.timedate1\nExec=/lib/systemd/systemd-timedated\nUser=root\n" ||
+		readLayer("etc/drums/system-services/org.freedesktop.hostname1.service") != "" {
+		t.Error("system bus: configuration or its services wrong")
+	}
+	if target, err := os.Readlink(filepath.Join(layer, "etc/localtime")); err != nil || target != "/usr/share/zoneinfo/"+OSWorldTimeZone || readLayer("etc/timezone") != OSWorldTimeZone+"\n" {
+		t.Errorf("time zone: localtime -> %q %v, timezone %q", target, err, readLayer("etc/timezone"))
+	}
+	coreLayer := filepath.Join(t.TempDir(), "core")
+	if err := writeLayer(coreLayer, root, d, Recipes["core"]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(coreLayer, "etc/localtime")); !os.IsNotExist(err) {
+		t.Errorf("core's layer has a time zone: %v", err)
 	}
 	if target, err := os.Readlink(filepath.Join(layer, "usr/local/bin/python")); err != nil || target != "/usr/bin/python3" {
 		t.Errorf("python -> %q %v", target, err)

@@ -11,7 +11,7 @@ import (
 // layerVersion changes whenever drums' layer changes; a store makes the
 // layer of this version beside older ones the first time an image is used,
 // without touching the image.
-const layerVersion = 3
+const layerVersion = 4
 
 // ensureLayer makes drums' layer of this version for im if it is missing:
 // in a temporary directory, renamed into place, so a crash leaves no half
@@ -33,7 +33,7 @@ func (s *Store) ensureLayer(im *Image) error {
 	if err := removeAll(tmp); err != nil {
 		return err
 	}
-	if err := writeLayer(tmp, im.RootFS(), im.Desktop); err != nil {
+	if err := writeLayer(tmp, im.RootFS(), im.Desktop, im.recipe()); err != nil {
 		return errors.Join(err, removeAll(tmp))
 	}
 	if err := os.Rename(tmp, final); err != nil {
@@ -59,9 +59,11 @@ func (s *Store) ensureLayer(im *Image) error {
 // writeLayer writes drums' layer for a root filesystem into dir: the
 // session bus configuration and the services it may activate, openbox's
 // configuration (Ctrl+Alt+T opens the image's terminal), the placeholder
-// guestd is bound over, the host name, and `python` where the image has
-// only python3 (OSWorld sends every action as `python -c ...`).
-func writeLayer(dir, rootfs string, d Desktop) error {
+// guestd is bound over, the host name, `python` where the image has only
+// python3 (OSWorld sends every action as `python -c ...`), and what the
+// image's recipe asks for of the VM's system: its system services and its
+// time zone.
+func writeLayer(dir, rootfs string, d Desktop, r Recipe) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("create drums layer: %w", err)
 	}
@@ -115,6 +117,16 @@ func writeLayer(dir, rootfs string, d Desktop) error {
 			continue
 		}
 		if err := t.writeFile("etc/drums/dbus-services/"+name, data, 0o644, 0, 0); err != nil {
+			return err
+		}
+	}
+	if r.SystemServices {
+		if err := t.writeSystemServices(rootfs); err != nil {
+			return err
+		}
+	}
+	if r.TimeZone != "" {
+		if err := t.writeTimeZone(rootfs, r.TimeZone); err != nil {
 			return err
 		}
 	}
