@@ -38,6 +38,9 @@ type Client struct {
 	base  string // "http://drums" for a unix socket, else the URL given
 	token string
 	retry Retry
+	// viaURL: the client reaches the daemon at a URL, perhaps through a
+	// load balancer; a unix socket's client talks to its daemon only.
+	viaURL bool
 
 	mu     sync.Mutex
 	owners map[string]string // desktop id -> its daemon's URL (Desktop.Daemon)
@@ -75,7 +78,7 @@ func New(target, token string) (*Client, error) {
 		}
 		c.base = strings.TrimSuffix(target, "/")
 		c.http = &http.Client{}
-		c.retry = LeaseRetry
+		c.retry, c.viaURL = LeaseRetry, true
 	default:
 		path := strings.TrimPrefix(target, "unix://")
 		if path == "" {
@@ -135,9 +138,10 @@ func (c *Client) Lease(ctx context.Context, req LeaseRequest) (Desktop, error) {
 	}
 }
 
-// owned records which daemon holds d, when d names one.
+// owned records which daemon holds d, when d names one and the client
+// reaches daemons by URL.
 func (c *Client) owned(d Desktop) {
-	if d.Daemon == "" || d.Daemon == c.base {
+	if !c.viaURL || d.Daemon == "" || d.Daemon == c.base {
 		return
 	}
 	c.mu.Lock()

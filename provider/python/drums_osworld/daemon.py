@@ -110,9 +110,11 @@ class Daemon:
         return cls(u.hostname, u.port, timeout=self.timeout), u.path.rstrip("/")
 
     def _owned(self, d):
-        """Records which daemon holds desktop d, when d names one; returns d."""
+        """Records which daemon holds desktop d, when d names one and this
+        client reaches daemons by URL (a unix socket's client talks to its
+        daemon only); returns d."""
         url = (d or {}).get("daemon") or ""
-        if url and url.rstrip("/") != self.url.rstrip("/"):
+        if url and self.url and url.rstrip("/") != self.url.rstrip("/"):
             self._owners[d["id"]] = Daemon(url=url, token=self.token, timeout=self.timeout, lease_attempts=1)
         return d
 
