@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all deps deps-osworld build images test test-unit lint race fuzz soak bench run compat clean
+.PHONY: all deps deps-osworld build images test test-unit test-kubernetes kubernetes-image lint race fuzz soak bench run compat clean
 
 # The steps that need root (namespaces, mounts, nftables, image builds; and
 # apt-get in scripts/deps) run through scripts/as-root: as they are for
@@ -22,8 +22,16 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 all: build
 
+# DRUMS_TIER2=1 (CI's .ci/run sets it) adds the tier-2 test: a real
+# Kubernetes cluster on this host (internal/kubetest). Its Debian packages
+# come with deps, its own binaries are built once into a cache outside the
+# repository ($$DRUMS_CACHE, /var/cache/drums/kubernetes/VERSION) before
+# the tests start, so the build does not race the other packages' tests.
+TIER2 := $(filter 1,$(DRUMS_TIER2))
+
 deps:                 ## what drums needs on the host (Debian packages): mmdebstrap, nftables, iproute2, qemu-utils, test tools
 	scripts/deps
+	$(if $(TIER2),scripts/deps kubernetes)
 
 deps-osworld: deps    ## also the python3 packages OSWorld's desktop_env imports on the host (--via-python runs)
 	scripts/deps osworld
@@ -40,8 +48,17 @@ images: build         ## the core and osworld images (drums image build)
 	$(AS_ROOT) $(BIN)/drums image build core
 	$(AS_ROOT) $(BIN)/drums image build osworld
 
-test: deps lint race fuzz build images ## the gates, then every test, tier 1 (real Xvfb, D-Bus, namespaces, images) included
+test: deps lint race fuzz build images ## the gates, then every test, tier 1 (real Xvfb, D-Bus, namespaces, images) included; tier 2 (Kubernetes) with DRUMS_TIER2=1
+	$(if $(TIER2),deploy/kubernetes/build-binaries >/dev/null)
 	$(AS_ROOT) env DRUMS_TIER1=1 DRUMS_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 60m ./...
+
+test-kubernetes: build images ## the tier-2 test alone: a two-node Kubernetes cluster on this host, drums deployed on it, an episode through the Service
+	scripts/deps kubernetes
+	deploy/kubernetes/build-binaries >/dev/null
+	$(AS_ROOT) env DRUMS_TIER1=1 DRUMS_TIER2=1 DRUMS_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -v -timeout 30m ./internal/kubetest/ ./deploy/kubernetes/
+
+kubernetes-image: build ## the drums container image, bin/drums-image.oci.tar, for nodes to import (deploy/kubernetes)
+	$(GO) run ./deploy/kubernetes/mkimage -bin $(BIN) -o $(BIN)/drums-image.oci.tar
 
 test-unit:            ## tier 0 only: no root, no X
 	$(GO) test ./...

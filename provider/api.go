@@ -34,7 +34,7 @@ func newAPI(m *Manager, token, port string) *echo.Echo {
 		ca = newCookieAuth(port)
 		e.Use(authorize(token, ca))
 	}
-	a := &api{m: m}
+	a := &api{m: m, advertise: m.advertiseURL()}
 	e.POST("/v1/desktops", a.lease)
 	e.GET("/v1/desktops", a.list)
 	e.GET("/v1/desktops/:id", a.get)
@@ -58,7 +58,17 @@ func newAPI(m *Manager, token, port string) *echo.Echo {
 	return e
 }
 
-type api struct{ m *Manager }
+type api struct {
+	m         *Manager
+	advertise string // Config.AdvertiseURL
+}
+
+// out is a desktop as the API answers it: with the daemon's own URL when
+// it is advertised.
+func (a *api) out(d client.Desktop) client.Desktop {
+	d.Daemon = a.advertise
+	return d
+}
 
 func (a *api) lease(c echo.Context) error {
 	var req client.LeaseRequest
@@ -72,17 +82,23 @@ func (a *api) lease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, d)
+	return c.JSON(http.StatusCreated, a.out(d))
 }
 
-func (a *api) list(c echo.Context) error { return c.JSON(http.StatusOK, a.m.List()) }
+func (a *api) list(c echo.Context) error {
+	ds := a.m.List()
+	for i := range ds {
+		ds[i] = a.out(ds[i])
+	}
+	return c.JSON(http.StatusOK, ds)
+}
 
 func (a *api) get(c echo.Context) error {
 	d, err := a.m.Get(c.Param("id"))
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, d)
+	return c.JSON(http.StatusOK, a.out(d))
 }
 
 func (a *api) renew(c echo.Context) error {
@@ -94,7 +110,7 @@ func (a *api) renew(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, d)
+	return c.JSON(http.StatusOK, a.out(d))
 }
 
 func (a *api) revert(c echo.Context) error {
@@ -106,7 +122,7 @@ func (a *api) revert(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, d)
+	return c.JSON(http.StatusOK, a.out(d))
 }
 
 func (a *api) saveSnapshot(c echo.Context) error {
@@ -171,7 +187,7 @@ func (a *api) takeover(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, d)
+	return c.JSON(http.StatusOK, a.out(d))
 }
 
 func (a *api) metrics(c echo.Context) error {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -22,6 +23,11 @@ type Config struct {
 	Listen string
 	// Token is the bearer token TCP clients must send.
 	Token string
+	// AdvertiseURL, if set, is this daemon's own API URL for clients that
+	// reach it through a load balancer in front of many daemons (a
+	// Kubernetes Service): each desktop names it (Desktop.Daemon), so
+	// the calls on a desktop go to the daemon that holds it.
+	AdvertiseURL string
 	// StateDir holds the daemon's records (desktops, snapshots, a lock).
 	StateDir string
 	// Capacity is the most desktops at once: leased, warm, being created or
@@ -76,6 +82,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Socket == "":
 		return fmt.Errorf("socket path is empty: %w", ErrBadRequest)
+	case c.AdvertiseURL != "" && !strings.HasPrefix(c.AdvertiseURL, "http://") && !strings.HasPrefix(c.AdvertiseURL, "https://"):
+		return fmt.Errorf("advertise url %q: want http://HOST:PORT: %w", c.AdvertiseURL, ErrBadRequest)
 	case c.Listen != "" && c.Token == "":
 		return fmt.Errorf("--listen %s needs --token: TCP clients must authenticate: %w", c.Listen, ErrBadRequest)
 	case c.StateDir == "":

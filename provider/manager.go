@@ -131,7 +131,12 @@ func (d *desktop) view() client.Desktop {
 	if d.sess != nil {
 		v.Address = d.sess.Address
 		v.GuestPort = d.sess.GuestPort
-		v.GuestURL = fmt.Sprintf("http://%s:%d", d.sess.Address, d.sess.GuestPort)
+		if p := d.sess.Published; p != nil {
+			v.Address = p.Address.String()
+			v.GuestPort = int(p.Ports[0].Host)
+			v.Ports = client.Ports{Guest: v.GuestPort, Chromium: int(p.Ports[1].Host), VNC: int(p.Ports[2].Host), VLC: int(p.Ports[3].Host)}
+		}
+		v.GuestURL = fmt.Sprintf("http://%s:%d", v.Address, v.GuestPort)
 	}
 	if d.state == client.StateLeased {
 		v.LeaseExpires = d.leaseExpires
@@ -351,4 +356,13 @@ func (m *Manager) countByState() map[string]int {
 		c[d.state]++
 	}
 	return c
+}
+
+// advertiseURL is Config.AdvertiseURL; "" for a nil Manager (the route
+// table's tests).
+func (m *Manager) advertiseURL() string {
+	if m == nil {
+		return ""
+	}
+	return m.cfg.AdvertiseURL
 }

@@ -41,6 +41,7 @@ var wireTypes = map[string]reflect.Type{
 	"RevertRequest":   reflect.TypeFor[client.RevertRequest](),
 	"SnapshotRequest": reflect.TypeFor[client.SnapshotRequest](),
 	"Desktop":         reflect.TypeFor[client.Desktop](),
+	"Ports":           reflect.TypeFor[client.Ports](),
 	"Snapshot":        reflect.TypeFor[client.Snapshot](),
 	"Health":          reflect.TypeFor[client.Health](),
 	"ErrorBody":       reflect.TypeFor[client.ErrorBody](),

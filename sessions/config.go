@@ -80,6 +80,12 @@ type Config struct {
 	// HostPorts are the TCP ports a session may reach at its own gateway
 	// (none by default: a session reaches nothing on the host).
 	HostPorts []uint16
+	// Publish, when its Address is set, makes each session's guest ports
+	// reachable at Address, a host address other machines reach (a
+	// Kubernetes node's): DNAT from Address:port to the session, four
+	// ports per slot from FirstPort on (see PublishedPorts). Off by
+	// default: clients then reach a session at its own private address.
+	Publish Publish
 	// DNS are the resolvers sessions with egress may query (port 53). nil
 	// reads the host's /etc/resolv.conf.
 	DNS []netip.Addr
@@ -170,6 +176,12 @@ func (c Config) withDefaults() (Config, error) {
 		return c, err
 	}
 	if n := slotCount(c.Network); c.MaxSessions > n {
+		c.MaxSessions = n
+	}
+	if err := c.Publish.check(); err != nil {
+		return c, err
+	}
+	if n := c.Publish.Ports / 4; c.Publish.Address.IsValid() && c.MaxSessions > n {
 		c.MaxSessions = n
 	}
 	if c.Binary == "" || c.Guestd == "" {

@@ -283,6 +283,7 @@ func (e *Engine) record(req Request, id string, slot, idBase int) (*record, *fil
 		ID: id, Address: p.Net.Address.Addr().String(), GuestPort: p.GuestPort,
 		Width: p.Screen.Width, Height: p.Screen.Height, Slot: slot, Created: time.Now().UTC(),
 		State: StateCreating, Image: image, ImageID: filepath.Base(p.Root.Image), Snapshot: req.Snapshot,
+		Published: p.Net.Published,
 	}}
 	if err := e.writeRecord(rec); err != nil {
 		lk.unlock()

@@ -135,9 +135,13 @@ func TestRulesetKernel(t *testing.T) {
 	}{
 		{"ruleset.golden", Request{}, []uint16{8000}},
 		{"ruleset-noegress.golden", Request{NoEgress: true}, nil},
+		{"ruleset-published.golden", Request{}, nil},
 	} {
 		in := testInput(t, c.req, 3)
 		in.cfg.HostPorts = c.ports
+		if c.golden == "ruleset-published.golden" {
+			in.cfg.Publish = testPublish
+		}
 		p, err := newPlan(in)
 		if err != nil {
 			t.Fatal(err)

@@ -23,8 +23,8 @@ func applyTable(c *nftables.Conn, t nftTable) error {
 			Name:     ch.Name,
 			Table:    tab,
 			Type:     map[string]nftables.ChainType{"filter": nftables.ChainTypeFilter, "nat": nftables.ChainTypeNAT}[ch.Type],
-			Hooknum:  map[string]*nftables.ChainHook{"forward": nftables.ChainHookForward, "input": nftables.ChainHookInput, "output": nftables.ChainHookOutput, "postrouting": nftables.ChainHookPostrouting}[ch.Hook],
-			Priority: map[string]*nftables.ChainPriority{"filter": nftables.ChainPriorityFilter, "srcnat": nftables.ChainPriorityNATSource}[ch.Priority],
+			Hooknum:  map[string]*nftables.ChainHook{"forward": nftables.ChainHookForward, "input": nftables.ChainHookInput, "output": nftables.ChainHookOutput, "prerouting": nftables.ChainHookPrerouting, "postrouting": nftables.ChainHookPostrouting}[ch.Hook],
+			Priority: map[string]*nftables.ChainPriority{"filter": nftables.ChainPriorityFilter, "srcnat": nftables.ChainPriorityNATSource, "dstnat": nftables.ChainPriorityNATDest, "-100": nftables.ChainPriorityNATDest}[ch.Priority],
 			Policy:   &accept,
 		})
 		for _, r := range ch.Rules {
@@ -138,6 +138,12 @@ func (r nftRule) exprs() []expr.Any {
 		out = append(out, &expr.Verdict{Kind: expr.VerdictDrop})
 	case "masquerade":
 		out = append(out, &expr.Masq{})
+	case "dnat":
+		addr := r.To.Addr().As4()
+		out = append(out,
+			&expr.Immediate{Register: 1, Data: addr[:]},
+			&expr.Immediate{Register: 2, Data: binary.BigEndian.AppendUint16(nil, r.To.Port())},
+			&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1, RegProtoMin: 2, Specified: true})
 	}
 	return out
 }

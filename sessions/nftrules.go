@@ -19,6 +19,12 @@ import (
 //	output       the host's own packets to the session's address leave
 //	             only through its veth
 //	postrouting  NAT to the public internet (only when egress is on)
+//	dnat         (only when published, Config.Publish) the published
+//	             address's ports to the session's guest ports, for packets
+//	             from elsewhere (prerouting) and from the host itself
+//	dnat-local   (output); what is published passes the forward chain
+//	             like any other traffic to the session, so from another
+//	             session it is still dropped
 //
 // The ruleset is data (nftTable): render prints it exactly as `nft list
 // table` does, so a golden file shows a reviewer what a session gets and a
@@ -32,15 +38,17 @@ type nftTable struct {
 type nftChain struct {
 	Name     string
 	Type     string // filter, nat
-	Hook     string // forward, input, postrouting
-	Priority string // filter (0), srcnat (100)
+	Hook     string // forward, input, output, prerouting, postrouting
+	Priority string // filter (0), srcnat (100), dstnat or -100
 	Rules    []nftRule
 }
 
 type nftRule struct {
 	Match   []nftMatch
 	Counter bool
-	Verdict string // accept, drop, masquerade
+	Verdict string // accept, drop, masquerade, dnat
+	// To is where dnat sends the packet.
+	To netip.AddrPort
 }
 
 // nftMatch is one condition; exactly one group of fields is set.
@@ -119,6 +127,19 @@ func sessionRuleset(prefix string, n NetPlan) nftTable {
 		t.Chains = append(t.Chains, nftChain{Name: "postrouting", Type: "nat", Hook: "postrouting", Priority: "srcnat",
 			Rules: []nftRule{{Match: []nftMatch{{Addr: "saddr", Net: netip.PrefixFrom(n.Address.Addr(), 32)}}, Verdict: "masquerade"}}})
 	}
+	if p := n.Published; p != nil {
+		var dnat []nftRule
+		for _, pm := range p.Ports {
+			dnat = append(dnat, nftRule{
+				Match:   []nftMatch{{Addr: "daddr", Net: netip.PrefixFrom(p.Address, 32)}, {Proto: "tcp", Port: pm.Host}},
+				Verdict: "dnat", To: netip.AddrPortFrom(n.Address.Addr(), pm.Guest),
+			})
+		}
+		t.Chains = append(t.Chains,
+			nftChain{Name: "dnat", Type: "nat", Hook: "prerouting", Priority: "dstnat", Rules: dnat},
+			// nft(8) names -100 dstnat on prerouting only.
+			nftChain{Name: "dnat-local", Type: "nat", Hook: "output", Priority: "-100", Rules: dnat})
+	}
 	return t
 }
 
@@ -150,6 +171,9 @@ func (r nftRule) render() string {
 		parts = append(parts, "counter packets 0 bytes 0")
 	}
 	parts = append(parts, r.Verdict)
+	if r.Verdict == "dnat" {
+		parts = append(parts, "ip to "+r.To.String())
+	}
 	return strings.Join(parts, " ")
 }
 

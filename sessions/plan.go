@@ -155,6 +155,9 @@ type NetPlan struct {
 	Egress    bool         `json:"egress"`
 	DNS       []netip.Addr `json:"dns,omitempty"`
 	HostPorts []uint16     `json:"host_ports,omitempty"`
+	// Published, when set, is where the session's guest ports are
+	// reachable from outside the host (Config.Publish).
+	Published *Published `json:"published,omitempty"`
 }
 
 // CgroupPlan is the session's cgroup in every hierarchy the engine uses.
@@ -314,6 +317,7 @@ func newPlan(in planInput) (*Plan, error) {
 	if p.Net.Egress {
 		p.Net.DNS = in.dns
 	}
+	p.Net.Published = cfg.Publish.ports(in.slot, req.GuestPort)
 	p.Root = RootPlan{
 		SessionDir: sessionDir,
 		Base:       filepath.Join(sessionDir, "base"),

@@ -380,6 +380,33 @@ func TestParseProcCgroup(t *testing.T) {
 	}
 }
 
+// testPublish publishes on a documentation address (RFC 5737).
+var testPublish = Publish{Address: netip.MustParseAddr("192.0.2.7"), FirstPort: 30000, Ports: 400}
+
+func TestPublishPorts(t *testing.T) {
+	p := testPublish.ports(3, 5001)
+	want := [4]PortMap{{30012, 5001}, {30013, 9222}, {30014, 8006}, {30015, 8080}}
+	if p == nil || p.Address != testPublish.Address || p.Ports != want {
+		t.Errorf("slot 3: %+v, want %v on %s", p, want, testPublish.Address)
+	}
+	if p := (Publish{}).ports(3, 5000); p != nil {
+		t.Errorf("unpublished: %+v", p)
+	}
+	for _, bad := range []Publish{
+		{Address: netip.MustParseAddr("2001:db8::1"), FirstPort: 30000, Ports: 8},
+		{Address: testPublish.Address, FirstPort: 30000, Ports: 3},
+		{Address: testPublish.Address, FirstPort: 65534, Ports: 8},
+	} {
+		if _, err := (Config{Prefix: "t", Publish: bad}).withDefaults(); !errors.Is(err, ErrBadRequest) {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+	c, err := Config{Prefix: "t", Publish: testPublish}.withDefaults()
+	if err != nil || c.MaxSessions != 100 {
+		t.Errorf("400 ports: %d sessions, %v; want 100", c.MaxSessions, err)
+	}
+}
+
 func TestRulesetGolden(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -388,6 +415,7 @@ func TestRulesetGolden(t *testing.T) {
 	}{
 		{"ruleset.golden", Request{}, func(c *Config) { c.HostPorts = []uint16{8000} }},
 		{"ruleset-noegress.golden", Request{NoEgress: true}, func(*Config) {}},
+		{"ruleset-published.golden", Request{}, func(c *Config) { c.Publish = testPublish }},
 	} {
 		in := testInput(t, c.req, 3)
 		c.cfg(&in.cfg)

@@ -71,7 +71,10 @@ type Session struct {
 	Image     string    `json:"image"`    // the image's name, as requested
 	ImageID   string    `json:"image_id"` // the image it runs from
 	Snapshot  string    `json:"snapshot,omitempty"`
-	Plan      *Plan     `json:"-"`
+	// Published is where the guest ports are reachable from other machines
+	// (Config.Publish), nil when they are not published.
+	Published *Published `json:"published,omitempty"`
+	Plan      *Plan      `json:"-"`
 }
 
 // ExecOptions say how Exec runs a process inside a session.

@@ -95,15 +95,7 @@ func needWorld(t testing.TB) *testWorld {
 	return world
 }
 
-func randomName(n int) string {
-	const alpha = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, n)
-	for i := range b {
-		v, _ := rand.Int(rand.Reader, big.NewInt(int64(len(alpha))))
-		b[i] = alpha[v.Int64()]
-	}
-	return string(b)
-}
+func randomName(n int) string { return testutil.RandomName(n) }
 
 func makeWorld() (*testWorld, error) {
 	w := &testWorld{prefix: "zt" + randomName(5)}

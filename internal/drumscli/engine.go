@@ -18,6 +18,7 @@ import (
 type engineFlags struct {
 	prefix, stateDir, imageDir, image, guestd, network string
 	upperOnDisk, memoryMerge, verbose                  bool
+	idBase                                             int
 }
 
 func (f *engineFlags) register(fs *flag.FlagSet) {
@@ -27,6 +28,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.image, "image", sessions.DefaultImage, "the image a desktop runs from when a request names none")
 	fs.StringVar(&f.guestd, "guestd", "", "guestd binary to run in sessions (default $DRUMS_BIN/guestd or next to drums)")
 	fs.StringVar(&f.network, "network", "", "private IPv4 range for session addresses, a /30 each (default: a /21 of 10.0.0.0/8 chosen by a hash of --prefix; addresses are claimed host-wide, so ranges may overlap)")
+	fs.IntVar(&f.idBase, "id-base", sessions.DefaultIDBase, "first host uid desktops map their ids to, 65536 per desktop, claimed host-wide (under /run/drums/ids); engines that cannot see each other's claims (a test's nodes on one host) need bases of their own")
 	fs.BoolVar(&f.upperOnDisk, "upper-on-disk", false, "keep sessions' upper layers on disk under STATE-DIR instead of tmpfs")
 	fs.BoolVar(&f.memoryMerge, "memory-merge", false, "mark desktops' processes for kernel same-page merging (PR_SET_MEMORY_MERGE, Linux 6.7+): merged only while the host runs ksmd (/sys/kernel/mm/ksm/run); shares pages across desktops, see SECURITY.md")
 	fs.BoolVar(&f.verbose, "v", false, "log the engine's steps to stderr")
@@ -44,6 +46,9 @@ func (f *engineFlags) config(stderr io.Writer) (sessions.Config, error) {
 	}
 	cfg := sessions.Config{Prefix: f.prefix, StateDir: f.stateDir, ImageDir: f.imageDir, Image: f.image, Guestd: f.guestd,
 		Network: network, UpperOnDisk: f.upperOnDisk, MemoryMerge: f.memoryMerge}
+	if f.idBase != sessions.DefaultIDBase {
+		cfg.IDBase = f.idBase
+	}
 	if f.verbose {
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

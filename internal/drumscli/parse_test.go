@@ -32,7 +32,7 @@ func parsed[C any](t *testing.T, parse func([]string, io.Writer) (C, error), arg
 		t.Fatalf("%q: %v", args, err)
 	}
 	// The image commands' configs embed imageConfig.
-	opts := []cmp.Option{cmpopts.EquateComparable(netip.Prefix{}), cmp.AllowUnexported(imageBuildConfig{}, imageImportConfig{}, imageRunConfig{})}
+	opts := []cmp.Option{cmpopts.EquateComparable(netip.Prefix{}, netip.Addr{}), cmp.AllowUnexported(imageBuildConfig{}, imageImportConfig{}, imageRunConfig{})}
 	if d := cmp.Diff(want, got, opts...); d != "" {
 		t.Errorf("%q (-want +got):\n%s", args, d)
 	}
@@ -44,9 +44,9 @@ var defaultEngine = sessions.Config{Prefix: "drums", StateDir: "/var/lib/drums",
 // engineArgs set every engine flag but -v; engineSet is what they say.
 var (
 	engineArgs = []string{"--prefix", "zz", "--state-dir", "/sd", "--image-dir", "/id", "--image", "core", "--guestd", "/g",
-		"--network", "10.9.0.0/21", "--upper-on-disk", "--memory-merge"}
+		"--network", "10.9.0.0/21", "--upper-on-disk", "--memory-merge", "--id-base", "1610612736"}
 	engineSet = sessions.Config{Prefix: "zz", StateDir: "/sd", ImageDir: "/id", Image: "core", Guestd: "/g",
-		Network: netip.MustParsePrefix("10.9.0.0/21"), UpperOnDisk: true, MemoryMerge: true}
+		Network: netip.MustParsePrefix("10.9.0.0/21"), UpperOnDisk: true, MemoryMerge: true, IDBase: 1610612736}
 )
 
 func TestParseServe(t *testing.T) {
@@ -61,14 +61,15 @@ func TestParseServe(t *testing.T) {
 	if err := os.WriteFile(token, []byte(" s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := provider.Config{Socket: "/s.sock", Listen: "127.0.0.1:7070", Token: "s3cret", StateDir: "/pd", Capacity: 4, PoolSize: 0,
+	p := provider.Config{Socket: "/s.sock", Listen: "127.0.0.1:7070", Token: "s3cret", AdvertiseURL: "http://192.0.2.1:7070", StateDir: "/pd", Capacity: 4, PoolSize: 0,
 		Warm:     []provider.Shape{{Width: 800, Height: 600}, {Width: 1280, Height: 720, Snapshot: "snap", Image: "core"}},
 		PoolIdle: time.Minute, LeaseTime: 2 * time.Minute, MaxLease: time.Hour, CreateTimeout: 30 * time.Second,
 		MaxParallelCreates: 3, Width: 1024, Height: 768, DrainOnExit: true, Image: "core"}
 	engine = engineSet
 	engine.MaxSessions = 4
+	engine.Publish = sessions.Publish{Address: netip.MustParseAddr("192.0.2.1"), FirstPort: 30000, Ports: 16}
 	parsed(t, parseServe, append([]string{"--socket", "/s.sock", "--listen", "127.0.0.1:7070", "--token-file", token, "--provider-dir", "/pd",
-		"--capacity", "4", "--pool-size", "0", "--warm", "800x600", "--warm", "1280x720:snap@core", "--pool-idle", "1m", "--lease", "2m",
+		"--publish-address", "192.0.2.1", "--publish-ports", "30000-30015", "--advertise-url", "http://192.0.2.1:7070", "--capacity", "4", "--pool-size", "0", "--warm", "800x600", "--warm", "1280x720:snap@core", "--pool-idle", "1m", "--lease", "2m",
 		"--max-lease", "1h", "--create-timeout", "30s", "--parallel-creates", "3", "--width", "1024", "--height", "768", "--drain-on-exit",
 		"--log-level", "debug"}, engineArgs...), serveConfig{Provider: p, Engine: engine, LogLevel: slog.LevelDebug})
 

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/drums-dev/drums/provider"
@@ -48,6 +50,7 @@ Flags:
 	fs.StringVar(&p.Listen, "listen", "", "also serve the API on this TCP address (e.g. 127.0.0.1:7070); needs --token or --token-file")
 	fs.StringVar(&p.Token, "token", "", "bearer token TCP clients must send (visible in ps; prefer --token-file)")
 	tokenFile := fs.String("token-file", "", "file holding the bearer token")
+	fs.StringVar(&p.AdvertiseURL, "advertise-url", "", "this daemon's own API `URL` (http://NODE:PORT), named in every desktop it answers, for clients that lease through a load balancer in front of many daemons (a Kubernetes Service)")
 	fs.StringVar(&p.StateDir, "provider-dir", "", "the daemon's own records: leases, pools, snapshots (default STATE-DIR/provider-PREFIX)")
 	fs.IntVar(&p.Capacity, "capacity", p.Capacity, "most desktops at once, warm ones included")
 	fs.IntVar(&p.PoolSize, "pool-size", p.PoolSize, "warm desktops kept per shape that was leased recently or is listed in --warm (0: none)")
@@ -67,6 +70,9 @@ Flags:
 	fs.IntVar(&p.Width, "width", p.Width, "default screen width")
 	fs.IntVar(&p.Height, "height", p.Height, "default screen height")
 	fs.BoolVar(&p.DrainOnExit, "drain-on-exit", false, "remove every desktop on SIGTERM/SIGINT (default: keep them for the next daemon to adopt)")
+	var pub sessions.Publish
+	fs.TextVar(&pub.Address, "publish-address", netip.Addr{}, "publish each desktop's guest ports (5000, 9222, 8006, 8080) on this IPv4 `address` of the host, e.g. a Kubernetes node's (needs --publish-ports); leases then report this address and the desktop's ports")
+	publishPorts := fs.String("publish-ports", "", "the TCP ports `FIRST-LAST` of --publish-address to publish on, 4 per desktop (at least 4 x --capacity)")
 	var ef engineFlags
 	ef.register(fs)
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
@@ -79,10 +85,14 @@ Flags:
 	if err := readTokenFile(*tokenFile, &p.Token); err != nil {
 		return cfg, err
 	}
+	if err := parsePublish(&pub, *publishPorts, p.Capacity); err != nil {
+		return cfg, err
+	}
 	var err error
 	if cfg.Engine, err = ef.config(stderr); err != nil {
 		return cfg, err
 	}
+	cfg.Engine.Publish = pub
 	if p.StateDir == "" {
 		p.StateDir = provider.DefaultStateDir(cfg.Engine.StateDir, cfg.Engine.Prefix)
 	}
@@ -90,6 +100,28 @@ Flags:
 	cfg.Engine.MaxSessions = p.Capacity
 	p.Image = cfg.Engine.Image
 	return cfg, p.Validate()
+}
+
+// parsePublish completes pub from --publish-ports FIRST-LAST, which must
+// hold 4 ports for each of capacity desktops.
+func parsePublish(pub *sessions.Publish, ports string, capacity int) error {
+	if !pub.Address.IsValid() && ports == "" {
+		return nil
+	}
+	if !pub.Address.IsValid() || ports == "" {
+		return fmt.Errorf("--publish-address and --publish-ports go together")
+	}
+	first, last, ok := strings.Cut(ports, "-")
+	f, err1 := strconv.ParseUint(first, 10, 16)
+	l, err2 := strconv.ParseUint(last, 10, 16)
+	if !ok || err1 != nil || err2 != nil || f == 0 || l < f {
+		return fmt.Errorf("--publish-ports %q: want FIRST-LAST, 1 <= FIRST <= LAST <= 65535", ports)
+	}
+	pub.FirstPort, pub.Ports = uint16(f), int(l-f+1)
+	if pub.Ports < 4*capacity {
+		return fmt.Errorf("--publish-ports %s: %d ports hold %d desktops of 4 ports, fewer than --capacity %d", ports, pub.Ports, pub.Ports/4, capacity)
+	}
+	return nil
 }
 
 // readTokenFile sets *token to the content of path (trimmed), if path is

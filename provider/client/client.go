@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -27,12 +29,37 @@ const EnvSocket = "DRUMS_SOCKET"
 // must stay above a typical proxy error page's first line.
 const maxErrorBody = 4096
 
-// Client talks to one provider daemon. It is safe for concurrent use.
+// Client talks to one provider daemon, or to many through a load balancer
+// (a Kubernetes Service): then a lease at capacity is retried (LeaseRetry),
+// and the calls on a desktop go to the daemon that holds it when the
+// desktop names one (Desktop.Daemon). It is safe for concurrent use.
 type Client struct {
 	http  *http.Client
 	base  string // "http://drums" for a unix socket, else the URL given
 	token string
+	retry Retry
+	// viaURL: the client reaches the daemon at a URL, perhaps through a
+	// load balancer; a unix socket's client talks to its daemon only.
+	viaURL bool
+
+	mu     sync.Mutex
+	owners map[string]string // desktop id -> its daemon's URL (Desktop.Daemon)
 }
+
+// Retry bounds how a lease answered "capacity" is tried again: Attempts
+// in all, waiting Initial, then twice as long each time up to Max, each
+// wait with up to half of it added at random so that clients turned away
+// together do not come back together. Each try opens a new connection,
+// so a load balancer may send it to another daemon.
+type Retry struct {
+	Attempts     int
+	Initial, Max time.Duration
+}
+
+// LeaseRetry is the retry of a client of an http(s) URL: about 20 s in
+// all before "capacity" is final. A unix socket reaches one daemon, whose
+// capacity answer is final (it already waited for its own pool's work).
+var LeaseRetry = Retry{Attempts: 6, Initial: 500 * time.Millisecond, Max: 8 * time.Second}
 
 // New returns a client for target: a unix socket path ("/run/drums/drums.sock"
 // or "unix:///run/drums/drums.sock") or an http(s) URL of a daemon started
@@ -51,6 +78,7 @@ func New(target, token string) (*Client, error) {
 		}
 		c.base = strings.TrimSuffix(target, "/")
 		c.http = &http.Client{}
+		c.retry, c.viaURL = LeaseRetry, true
 	default:
 		path := strings.TrimPrefix(target, "unix://")
 		if path == "" {
@@ -79,79 +107,137 @@ func DefaultSocketPath() string {
 	return DefaultSocket
 }
 
-// Lease asks for a ready desktop; it returns once the desktop answers.
+// SetLeaseRetry replaces the client's retry of leases at capacity
+// (Attempts 1: none).
+func (c *Client) SetLeaseRetry(r Retry) { c.retry = r }
+
+// Lease asks for a ready desktop; it returns once the desktop answers. At
+// capacity it tries again as the client's Retry says.
 func (c *Client) Lease(ctx context.Context, req LeaseRequest) (Desktop, error) {
+	wait := c.retry.Initial
+	for attempt := 1; ; attempt++ {
+		var d Desktop
+		err := c.do(ctx, c.base, http.MethodPost, "/v1/desktops", req, &d)
+		if err == nil {
+			c.owned(d)
+			return d, nil
+		}
+		if !errors.Is(err, ErrCapacity) || attempt >= c.retry.Attempts {
+			return d, err
+		}
+		// A kept connection would reach the same daemon again.
+		c.http.CloseIdleConnections()
+		t := time.NewTimer(wait + rand.N(wait/2+1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return d, errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, c.retry.Max)
+	}
+}
+
+// owned records which daemon holds d, when d names one and the client
+// reaches daemons by URL.
+func (c *Client) owned(d Desktop) {
+	if !c.viaURL || d.Daemon == "" || d.Daemon == c.base {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.owners == nil {
+		c.owners = map[string]string{}
+	}
+	c.owners[d.ID] = strings.TrimSuffix(d.Daemon, "/")
+}
+
+// at is the URL of the daemon that holds desktop id: the one it named, or
+// the client's.
+func (c *Client) at(id string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b, ok := c.owners[id]; ok {
+		return b
+	}
+	return c.base
+}
+
+// desktopCall makes a call on desktop id at its daemon and records the
+// daemon of the desktop answered (a revert may answer another id).
+func (c *Client) desktopCall(ctx context.Context, method, id, suffix string, in any) (Desktop, error) {
 	var d Desktop
-	err := c.do(ctx, http.MethodPost, "/v1/desktops", req, &d)
+	err := c.do(ctx, c.at(id), method, "/v1/desktops/"+url.PathEscape(id)+suffix, in, &d)
+	if err == nil {
+		c.owned(d)
+	}
 	return d, err
 }
 
 // Get returns one desktop.
 func (c *Client) Get(ctx context.Context, id string) (Desktop, error) {
-	var d Desktop
-	err := c.do(ctx, http.MethodGet, "/v1/desktops/"+url.PathEscape(id), nil, &d)
-	return d, err
+	return c.desktopCall(ctx, http.MethodGet, id, "", nil)
 }
 
 // List returns every desktop the daemon holds, warm ones included.
 func (c *Client) List(ctx context.Context) ([]Desktop, error) {
 	var ds []Desktop
-	err := c.do(ctx, http.MethodGet, "/v1/desktops", nil, &ds)
+	err := c.do(ctx, c.base, http.MethodGet, "/v1/desktops", nil, &ds)
 	return ds, err
 }
 
 // Renew extends a lease; leaseSeconds 0 takes the daemon's default.
 func (c *Client) Renew(ctx context.Context, id string, leaseSeconds int) (Desktop, error) {
-	var d Desktop
-	err := c.do(ctx, http.MethodPost, "/v1/desktops/"+url.PathEscape(id)+"/renew", RenewRequest{LeaseSeconds: leaseSeconds}, &d)
-	return d, err
+	return c.desktopCall(ctx, http.MethodPost, id, "/renew", RenewRequest{LeaseSeconds: leaseSeconds})
 }
 
 // Revert returns a clean desktop (snapshot "") or one started from the named
 // snapshot. The answer's ID may differ from id: use it from then on.
 func (c *Client) Revert(ctx context.Context, id, snapshot string) (Desktop, error) {
-	var d Desktop
-	err := c.do(ctx, http.MethodPost, "/v1/desktops/"+url.PathEscape(id)+"/revert", RevertRequest{Snapshot: snapshot}, &d)
-	return d, err
+	return c.desktopCall(ctx, http.MethodPost, id, "/revert", RevertRequest{Snapshot: snapshot})
 }
 
 // SaveSnapshot saves the desktop's files as the named snapshot, replacing
 // one of that name. Processes are not saved.
 func (c *Client) SaveSnapshot(ctx context.Context, id, name string) (Snapshot, error) {
 	var s Snapshot
-	err := c.do(ctx, http.MethodPost, "/v1/desktops/"+url.PathEscape(id)+"/snapshots", SnapshotRequest{Name: name}, &s)
+	err := c.do(ctx, c.at(id), http.MethodPost, "/v1/desktops/"+url.PathEscape(id)+"/snapshots", SnapshotRequest{Name: name}, &s)
 	return s, err
 }
 
 // Takeover turns the live view's takeover on or off for a leased desktop:
 // on, the viewers of its port 8006 drive its keyboard and mouse.
 func (c *Client) Takeover(ctx context.Context, id string, enabled bool) (Desktop, error) {
-	var d Desktop
-	err := c.do(ctx, http.MethodPost, "/v1/desktops/"+url.PathEscape(id)+"/takeover", TakeoverRequest{Enabled: enabled}, &d)
-	return d, err
+	return c.desktopCall(ctx, http.MethodPost, id, "/takeover", TakeoverRequest{Enabled: enabled})
 }
 
 // Snapshots lists the saved snapshots.
 func (c *Client) Snapshots(ctx context.Context) ([]Snapshot, error) {
 	var ss []Snapshot
-	err := c.do(ctx, http.MethodGet, "/v1/snapshots", nil, &ss)
+	err := c.do(ctx, c.base, http.MethodGet, "/v1/snapshots", nil, &ss)
 	return ss, err
 }
 
 // DeleteSnapshot removes a snapshot; deleting one that does not exist succeeds.
 func (c *Client) DeleteSnapshot(ctx context.Context, name string) error {
-	return c.do(ctx, http.MethodDelete, "/v1/snapshots/"+url.PathEscape(name), nil, nil)
+	return c.do(ctx, c.base, http.MethodDelete, "/v1/snapshots/"+url.PathEscape(name), nil, nil)
 }
 
 // Release gives a desktop back; releasing one that is already gone succeeds.
 func (c *Client) Release(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodDelete, "/v1/desktops/"+url.PathEscape(id), nil, nil)
+	if err := c.do(ctx, c.at(id), http.MethodDelete, "/v1/desktops/"+url.PathEscape(id), nil, nil); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	delete(c.owners, id)
+	c.mu.Unlock()
+	return nil
 }
 
 // Health reports the daemon's status and desktop counts.
 func (c *Client) Health(ctx context.Context) (Health, error) {
 	var h Health
-	err := c.do(ctx, http.MethodGet, "/v1/health", nil, &h)
+	err := c.do(ctx, c.base, http.MethodGet, "/v1/health", nil, &h)
 	return h, err
 }
 
@@ -177,7 +263,8 @@ func (c *Client) Forward(ctx context.Context, method, path string, header http.H
 // Close drops idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
-func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+// do sends one request to the daemon at base.
+func (c *Client) do(ctx context.Context, base, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -186,7 +273,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
 	if err != nil {
 		return fmt.Errorf("build %s %s: %w", method, path, err)
 	}

@@ -27,6 +27,26 @@ type Desktop struct {
 	// keyboard and mouse to the desktop (TakeoverRequest); a lease starts
 	// view-only.
 	Takeover bool `json:"takeover,omitempty"`
+	// Ports are set when the daemon publishes desktops' ports on a node
+	// address (drums serve --publish-address): Address is then that
+	// address and each guest port has a port of its own there. Zero: the
+	// desktop has an address of its own, with OSWorld's ports.
+	Ports Ports `json:"ports,omitzero"`
+	// Daemon is the URL of the daemon that holds the desktop, when it
+	// advertises one (drums serve --advertise-url): a client that leased
+	// through a load balancer in front of many daemons (a Kubernetes
+	// Service) sends the calls on this desktop there.
+	Daemon string `json:"daemon,omitempty"`
+}
+
+// Ports are a desktop's published ports on its Address, one per guest
+// port, in the order of OSWorld's address string
+// ADDRESS:GUEST:CHROMIUM:VNC:VLC.
+type Ports struct {
+	Guest    int `json:"guest"`    // guestd (5000 in the desktop)
+	Chromium int `json:"chromium"` // Chromium's debugging port (9222)
+	VNC      int `json:"vnc"`      // the live view (8006)
+	VLC      int `json:"vlc"`      // VLC's HTTP interface (8080)
 }
 
 // Desktop states. Only a leased desktop accepts renew, revert and snapshot

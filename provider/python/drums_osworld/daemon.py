@@ -4,7 +4,9 @@ with a bearer token), with the standard library's http.client only."""
 import http.client
 import json
 import os
+import random
 import socket
+import time
 import urllib.parse
 
 DEFAULT_SOCKET = "/run/drums/drums.sock"
@@ -12,6 +14,16 @@ DEFAULT_SOCKET = "/run/drums/drums.sock"
 # A cold lease starts a desktop (seconds, up to the daemon's create timeout of
 # two minutes); the client must wait longer than that.
 DEFAULT_TIMEOUT = 300.0
+
+# A lease answered "capacity" through a URL (a load balancer in front of
+# many daemons, such as a Kubernetes Service) is tried again on a new
+# connection, which may reach another daemon: LEASE_ATTEMPTS in all
+# (DRUMS_LEASE_ATTEMPTS), waiting from LEASE_WAIT up to LEASE_MAX_WAIT
+# seconds, doubling, each wait with up to half of it added at random. About
+# 20 s in all, as the Go client. A unix socket reaches one daemon: no retry.
+LEASE_ATTEMPTS = 6
+LEASE_WAIT = 0.5
+LEASE_MAX_WAIT = 8.0
 
 
 class DaemonError(Exception):
@@ -75,11 +87,17 @@ class Daemon:
     """The daemon at a unix socket (DRUMS_SOCKET, default
     /run/drums/drums.sock) or at an http URL (DRUMS_URL, with DRUMS_TOKEN)."""
 
-    def __init__(self, socket_path=None, url=None, token=None, timeout=DEFAULT_TIMEOUT):
+    def __init__(self, socket_path=None, url=None, token=None, timeout=DEFAULT_TIMEOUT, lease_attempts=None):
         self.url = url if url is not None else os.environ.get("DRUMS_URL", "")
         self.socket_path = socket_path or os.environ.get("DRUMS_SOCKET") or DEFAULT_SOCKET
         self.token = token if token is not None else os.environ.get("DRUMS_TOKEN", "")
         self.timeout = timeout
+        if lease_attempts is None:
+            lease_attempts = int(os.environ.get("DRUMS_LEASE_ATTEMPTS", "") or (LEASE_ATTEMPTS if self.url else 1))
+        self.lease_attempts = lease_attempts
+        # desktop id -> the Daemon of the daemon that holds it, when a
+        # desktop names its daemon (drums serve --advertise-url).
+        self._owners = {}
 
     def where(self):
         return self.url or "unix:" + self.socket_path
@@ -90,6 +108,23 @@ class Daemon:
         u = urllib.parse.urlsplit(self.url)
         cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
         return cls(u.hostname, u.port, timeout=self.timeout), u.path.rstrip("/")
+
+    def _owned(self, d):
+        """Records which daemon holds desktop d, when d names one and this
+        client reaches daemons by URL (a unix socket's client talks to its
+        daemon only); returns d."""
+        url = (d or {}).get("daemon") or ""
+        if url and self.url and url.rstrip("/") != self.url.rstrip("/"):
+            self._owners[d["id"]] = Daemon(url=url, token=self.token, timeout=self.timeout, lease_attempts=1)
+        return d
+
+    def _at(self, desktop_id):
+        """The Daemon to send the calls on desktop_id to."""
+        return self._owners.get(desktop_id, self)
+
+    def _desktop_call(self, method, desktop_id, suffix="", body=None):
+        d = self._at(desktop_id).request(method, "/v1/desktops/%s%s" % (urllib.parse.quote(desktop_id, safe=""), suffix), body)
+        return self._owned(d)
 
     def request(self, method, path, body=None):
         """Sends one request; returns the decoded JSON answer (None for 204)
@@ -136,33 +171,42 @@ class Daemon:
             body["image"] = image
         if lease_seconds:
             body["lease_seconds"] = int(lease_seconds)
-        return self.request("POST", "/v1/desktops", body)
+        wait = LEASE_WAIT
+        for attempt in range(1, max(1, self.lease_attempts) + 1):
+            try:
+                return self._owned(self.request("POST", "/v1/desktops", body))
+            except CapacityExhausted:
+                if attempt >= self.lease_attempts:
+                    raise
+            time.sleep(wait + random.uniform(0, wait / 2))
+            wait = min(2 * wait, LEASE_MAX_WAIT)
 
     def get(self, desktop_id):
-        return self.request("GET", "/v1/desktops/" + urllib.parse.quote(desktop_id, safe=""))
+        return self._desktop_call("GET", desktop_id)
 
     def list(self):
         return self.request("GET", "/v1/desktops")
 
     def renew(self, desktop_id, lease_seconds=None):
         body = {"lease_seconds": int(lease_seconds)} if lease_seconds else {}
-        return self.request("POST", "/v1/desktops/%s/renew" % urllib.parse.quote(desktop_id, safe=""), body)
+        return self._desktop_call("POST", desktop_id, "/renew", body)
 
     def revert(self, desktop_id, snapshot=""):
         body = {"snapshot": snapshot} if snapshot else {}
-        return self.request("POST", "/v1/desktops/%s/revert" % urllib.parse.quote(desktop_id, safe=""), body)
+        return self._desktop_call("POST", desktop_id, "/revert", body)
 
     def save_snapshot(self, desktop_id, name):
-        return self.request("POST", "/v1/desktops/%s/snapshots" % urllib.parse.quote(desktop_id, safe=""),
-                            {"name": name})
+        return self._at(desktop_id).request("POST", "/v1/desktops/%s/snapshots" % urllib.parse.quote(desktop_id, safe=""),
+                                            {"name": name})
 
     def takeover(self, desktop_id, enabled=True):
         """Turn the live view's takeover on (or off) for a leased desktop."""
-        return self.request("POST", "/v1/desktops/%s/takeover" % urllib.parse.quote(desktop_id, safe=""),
-                            {"enabled": bool(enabled)})
+        return self._desktop_call("POST", desktop_id, "/takeover", {"enabled": bool(enabled)})
 
     def release(self, desktop_id):
-        return self.request("DELETE", "/v1/desktops/" + urllib.parse.quote(desktop_id, safe=""))
+        r = self._at(desktop_id).request("DELETE", "/v1/desktops/" + urllib.parse.quote(desktop_id, safe=""))
+        self._owners.pop(desktop_id, None)
+        return r
 
     def snapshots(self):
         return self.request("GET", "/v1/snapshots")

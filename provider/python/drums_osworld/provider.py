@@ -201,8 +201,14 @@ class DrumsProvider:
 
     def get_ip_address(self, path_to_vm):
         """ADDRESS:SERVER:CHROMIUM:VNC:VLC, the five-field form DesktopEnv
-        parses (a bare address would also do while guestd is on 5000)."""
+        parses (a bare address would also do while guestd is on 5000). A
+        daemon that publishes desktops on its node's address (drums serve
+        --publish-address, as on Kubernetes) reports the node's address and
+        a port of the desktop's own for each."""
         d = self._desktop(path_to_vm)
+        p = d.get("ports")
+        if p:
+            return "%s:%d:%d:%d:%d" % (d["address"], p["guest"], p["chromium"], p["vnc"], p["vlc"])
         return "%s:%d:%d:%d:%d" % (d["address"], d["guest_port"], CHROMIUM_PORT, VNC_PORT, VLC_PORT)
 
     def save_state(self, path_to_vm, snapshot_name):
