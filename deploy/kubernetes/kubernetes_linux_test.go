@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
+	guest "github.com/drums-dev/drums/guestd/client"
 	"github.com/drums-dev/drums/internal/kubetest"
 	"github.com/drums-dev/drums/internal/ociarchive"
 	"github.com/drums-dev/drums/internal/testimage"
 	"github.com/drums-dev/drums/internal/testutil"
 	"github.com/drums-dev/drums/provider/client"
-	"github.com/drums-dev/drums/tasks"
 )
 
 // The tier-2 test: a two-node cluster, drums deployed with drums.yaml, a
@@ -214,7 +214,7 @@ func clientEpisode() (episode, error) {
 		return ep, fmt.Errorf("desktop %+v: no published ports or daemon", d)
 	}
 	t0 = time.Now()
-	g := tasks.NewGuest(fmt.Sprintf("http://%s:%d", d.Address, p.Guest))
+	g := guest.New(fmt.Sprintf("http://%s:%d", d.Address, p.Guest), nil)
 	defer g.Close()
 	png, err := g.Screenshot(ctx)
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
@@ -239,8 +239,8 @@ func clientEpisode() (episode, error) {
 		return ep, fmt.Errorf("revert: %w", err)
 	}
 	ep.RevertS = time.Since(t0).Seconds()
-	g2 := tasks.NewGuest(fmt.Sprintf("http://%s:%d", r.Address, r.Ports.Guest))
-	g2.FileRetry = tasks.Retry{Attempts: 1}
+	g2 := guest.New(fmt.Sprintf("http://%s:%d", r.Address, r.Ports.Guest), nil)
+	g2.FileRetry = guest.Retry{Attempts: 1}
 	defer g2.Close()
 	if got, err := g2.GetFile(ctx, path); err == nil {
 		return ep, fmt.Errorf("after the revert the file is still there: %q", got)
@@ -306,7 +306,7 @@ func killAndReplace(t *testing.T, ctx context.Context, c *kubetest.Cluster, toke
 	got, err := direct.Get(ctx, d.ID)
 	switch {
 	case err == nil:
-		g := tasks.NewGuest(fmt.Sprintf("http://%s:%d", got.Address, got.Ports.Guest))
+		g := guest.New(fmt.Sprintf("http://%s:%d", got.Address, got.Ports.Guest), nil)
 		defer g.Close()
 		if _, err := g.Screenshot(ctx); err != nil {
 			t.Errorf("the replacement lists %s but it does not answer: %v", d.ID, err)
