@@ -4,8 +4,10 @@ import (
 	"image"
 	"image/color"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"testing"
+	"time"
 )
 
 // noise paints r with pseudo-random pixels (opaque): what compresses
@@ -37,33 +39,40 @@ func TestTight(t *testing.T) {
 		}
 	}
 	srv := newServer(t, wd, nil, nil)
-	raw := connect(t, srv).client(t)
+	rs := connect(t, srv)
+	raw := rs.client(t)
 	s := connect(t, srv)
 	tight, err := NewClient(s.conn, Tight)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// read takes c's updates until its screen is the world's: the server
+	// read takes c's updates until its screen is the world's. The server
 	// may answer a request with a region it had marked as changed before
-	// it took in the change the test just made (an update too many,
-	// never one too few; TestIncrementalSendsChanges checks that changes
-	// are sent), so a screen that differs asks for the whole screen again
-	// (answered at once, where an incremental request could wait for a
-	// change that never comes), a few times.
+	// it took in the change the test just made, and it answers a request
+	// with the frame its watch has taken in so far, which lags the change
+	// by as long as the watch takes to run (under the race detector,
+	// thousands of whole-screen answers): an update too many, never one
+	// too few (TestIncrementalSendsChanges checks that changes are sent).
+	// So a screen that differs asks for what changed since, which the
+	// watch answers once it has taken the change in; a change that never
+	// comes fails the read after 10 s.
+	conns := map[*Client]net.Conn{raw: rs.conn, tight: s.conn}
 	read := func(step, name string, c *Client) (u Update) {
 		t.Helper()
-		for i := 0; ; i++ {
-			next := update(t, c)
+		conns[c].SetReadDeadline(time.Now().Add(10 * time.Second))
+		defer conns[c].SetReadDeadline(time.Time{})
+		for i := 1; ; i++ {
+			next, err := c.ReadUpdate()
+			if err != nil {
+				t.Fatalf("%s: the %s viewer's screen differs from the screen after %d updates: %v", step, name, i-1, err)
+			}
 			u.Tight += next.Tight
 			u.Bytes += next.Bytes
 			u.Rects = append(u.Rects, next.Rects...)
 			if sameImage(c.FB, wd.img) {
 				return u
 			}
-			if i == 3 {
-				t.Fatalf("%s: the %s viewer's screen differs from the screen after %d updates", step, name, i+1)
-			}
-			c.Request(false)
+			c.Request(true)
 		}
 	}
 	check := func(step string) {
