@@ -181,7 +181,7 @@ func (c Config) withDefaults() (Config, error) {
 	if err := c.Publish.check(); err != nil {
 		return c, err
 	}
-	if n := c.Publish.Ports / 4; c.Publish.Address.IsValid() && c.MaxSessions > n {
+	if n := c.Publish.Ports / portsPerSlot; c.Publish.Address.IsValid() && c.MaxSessions > n {
 		c.MaxSessions = n
 	}
 	if c.Binary == "" || c.Guestd == "" {

@@ -411,7 +411,9 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 // removes them later.
 func (e *Engine) cgroupLock() string { return filepath.Join(e.dir, "cgroup.lock") }
 
-// setupCgroup creates and configures a session's cgroup (setupCgroup).
+// setupCgroup runs setupCgroup holding the prefix's cgroup lock shared
+// (cgroupLock), so that no removeBases removes the prefix's directories
+// under it.
 func (e *Engine) setupCgroup(ctx context.Context, p CgroupPlan) error {
 	lk, err := lockShared(ctx, e.cgroupLock())
 	if err != nil {

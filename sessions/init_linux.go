@@ -158,11 +158,10 @@ func (in *initProc) run(args []string, syncF *os.File) error {
 	// remove the session: stop.
 	netFree := make(chan struct{})
 	go func() {
-		free := netFree
+		var once sync.Once
 		for dec.Decode(&msg) == nil {
-			if msg.Type == "net" && free != nil {
-				close(free)
-				free = nil
+			if msg.Type == "net" {
+				once.Do(func() { close(netFree) })
 			}
 		}
 		syncF.Close()

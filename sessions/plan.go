@@ -344,11 +344,11 @@ func newPlan(in planInput) (*Plan, error) {
 // addSystemBus gives the desktop its system bus, run by its root: the
 // bus's socket directory, /run/systemd/system (sd_booted(), which
 // timedatectl and its kind check before they use the bus), and the bus
-// itself, which nothing of the stack waits for (its readiness is its
-// printed address, a few milliseconds after its start, beside Xvfb's).
+// itself: nothing Needs it, it starts beside Xvfb, and ready waits for
+// its printed address as for every process of the stack.
 func addSystemBus(p *Plan) {
 	for _, d := range []string{"/run/dbus", "/run/systemd", "/run/systemd/system"} {
-		p.Root.Dirs = append(p.Root.Dirs, Dir{Path: d, Mode: 0o755, UID: p.IDs.ToHost(0), GID: p.IDs.ToHost(0)})
+		p.Root.Dirs = append(p.Root.Dirs, rootDir(p.IDs, d, 0o755))
 	}
 	p.Stack = append(p.Stack, Proc{Name: "system-bus",
 		Argv:  []string{"dbus-daemon", "--config-file=" + images.SystemBusConf, "--nofork", "--print-address=3"},
@@ -396,6 +396,11 @@ var maskedPaths = []string{
 	"/sys/firmware", "/sys/devices/virtual/powercap", "/sys/kernel/debug", "/sys/kernel/security",
 }
 
+// rootDir is a directory of the desktop's root owned by its root.
+func rootDir(ids IDMap, path string, mode uint32) Dir {
+	return Dir{Path: path, Mode: mode, UID: ids.ToHost(0), GID: ids.ToHost(0)}
+}
+
 // rootMounts lists the mounts, directories, devices and links of a root.
 // What init creates is owned by the desktop's ids (ids.ToHost), so that
 // root in the desktop owns /tmp and /dev as in a VM.
@@ -421,11 +426,7 @@ func rootMounts(u User, ids IDMap, guestd string, binds []Bind) ([]Mount, []Dir,
 	for _, b := range binds {
 		mounts = append(mounts, Mount{Type: "bind", Source: b.Source, Target: b.Target, Flags: []string{"ro", "nosuid", "nodev"}})
 	}
-	dirs := []Dir{
-		{Path: "/tmp/.X11-unix", Mode: 0o1777, UID: ids.ToHost(0), GID: ids.ToHost(0)},
-		{Path: "/tmp/.ICE-unix", Mode: 0o1777, UID: ids.ToHost(0), GID: ids.ToHost(0)},
-		{Path: "/run/lock", Mode: 0o1777, UID: ids.ToHost(0), GID: ids.ToHost(0)},
-	}
+	dirs := []Dir{rootDir(ids, "/tmp/.X11-unix", 0o1777), rootDir(ids, "/tmp/.ICE-unix", 0o1777), rootDir(ids, "/run/lock", 0o1777)}
 	devices := []Device{
 		{Path: "/dev/null", Major: 1, Minor: 3, Mode: 0o666},
 		{Path: "/dev/zero", Major: 1, Minor: 5, Mode: 0o666},

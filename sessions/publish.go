@@ -14,7 +14,7 @@ import (
 type Publish struct {
 	Address   netip.Addr
 	FirstPort uint16
-	// Ports is the size of the range; it bounds MaxSessions to Ports/4.
+	// Ports is the size of the range; it bounds MaxSessions to Ports/portsPerSlot.
 	Ports int
 }
 
@@ -22,14 +22,17 @@ type Publish struct {
 // in the order of OSWorld's address string ADDRESS:5000:9222:8006:8080:
 // guestd (Request.GuestPort in place of 5000), Chromium's debugging port,
 // the live view, VLC's HTTP interface.
-var PublishedGuestPorts = [4]uint16{DefaultGuestPort, 9222, 8006, 8080}
+var PublishedGuestPorts = [portsPerSlot]uint16{DefaultGuestPort, 9222, 8006, 8080}
+
+// portsPerSlot is how many host ports each slot takes.
+const portsPerSlot = 4
 
 // Published is where one session's guest ports are reachable.
 type Published struct {
 	Address netip.Addr `json:"address"`
 	// Ports maps each of PublishedGuestPorts (in that order, guestd's
 	// first) to its port on Address.
-	Ports [4]PortMap `json:"ports"`
+	Ports [portsPerSlot]PortMap `json:"ports"`
 }
 
 // PortMap is one published port: Host on the published address leads to
@@ -46,7 +49,7 @@ func (p Publish) check() error {
 	switch {
 	case !p.Address.Is4():
 		return fmt.Errorf("publish address %s: want IPv4: %w", p.Address, ErrBadRequest)
-	case p.FirstPort == 0 || p.Ports < 4 || int(p.FirstPort)+p.Ports-1 > 65535:
+	case p.FirstPort == 0 || p.Ports < portsPerSlot || int(p.FirstPort)+p.Ports-1 > 65535:
 		return fmt.Errorf("publish ports %d+%d: want at least 4 ports within 1..65535: %w", p.FirstPort, p.Ports, ErrBadRequest)
 	}
 	return nil
@@ -62,7 +65,7 @@ func (p Publish) ports(slot, guestPort int) *Published {
 		if i == 0 {
 			g = uint16(guestPort)
 		}
-		out.Ports[i] = PortMap{Host: p.FirstPort + uint16(4*slot+i), Guest: g}
+		out.Ports[i] = PortMap{Host: p.FirstPort + uint16(portsPerSlot*slot+i), Guest: g}
 	}
 	return out
 }

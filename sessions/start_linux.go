@@ -43,7 +43,7 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 	// The slot's network is made ready for the new desktop while init
 	// starts and the desktop with it: the session's nftables table
 	// installed (the kernel's commit takes ~9 ms) and the slot cleared
-	// (deleting a veth takes 10-20 ms). Init makes no network, so nothing
+	// (deleting a veth takes 14-23 ms). Init makes no network, so nothing
 	// reaches the desktop, before it gets "net", which waits for both.
 	netReady := make(chan error, 1)
 	go func() {

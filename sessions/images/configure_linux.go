@@ -98,18 +98,26 @@ func configure(rootfs string) error {
 // host's PATH first and fails where the host lacks it (dconf, on a host
 // without any desktop package).
 func inRoot(root string, argv ...string) error {
-	path, err := lookPathIn(root, argv[0])
+	cmd, err := rootCmd(root, []string{"LANG=C.UTF-8"}, argv...)
 	if err != nil {
-		return fmt.Errorf("%s in the image: %w", argv[0], err)
+		return err
 	}
-	cmd := &exec.Cmd{Path: path, Args: argv}
-	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "HOME=/root"}
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%s in the image: %w: %s", strings.Join(argv, " "), err, bytes.TrimSpace(out))
 	}
 	return nil
+}
+
+// rootCmd is argv chrooted into root, found on the image's PATH, with
+// the image's PATH and root's HOME, plus env.
+func rootCmd(root string, env []string, argv ...string) (*exec.Cmd, error) {
+	path, err := lookPathIn(root, argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s in the image: %w", argv[0], err)
+	}
+	cmd := &exec.Cmd{Path: path, Args: argv, Dir: "/", SysProcAttr: &syscall.SysProcAttr{Chroot: root}}
+	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}, env...)
+	return cmd, nil
 }
 
 // chrome makes google-chrome run Debian's Chromium under Chrome's process
@@ -154,11 +162,17 @@ func (t tree) chromeName() error {
 	if err := t.mkdirs(filepath.Dir(chromeNameShim)); err != nil {
 		return err
 	}
-	cmd := exec.Command("cc", "-shared", "-fPIC", "-O2", "-Wall", "-Werror",
-		"-o", filepath.Join(t.root, chromeNameShim), "-x", "c", "-")
-	cmd.Stdin = strings.NewReader(chromeNameSource)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build %s (a C compiler is needed: scripts/deps): %w: %s", chromeNameShim, err, bytes.TrimSpace(out))
+	return buildC(chromeNameSource, filepath.Join(t.root, chromeNameShim), "-shared", "-fPIC")
+}
+
+// buildC compiles the C program src to out with the host's C compiler
+// (scripts/deps installs it) and flags.
+func buildC(src, out string, flags ...string) error {
+	args := append(flags, "-O2", "-Wall", "-Werror", "-o", out, "-x", "c", "-")
+	cmd := exec.Command("cc", args...)
+	cmd.Stdin = strings.NewReader(src)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s (a C compiler is needed: scripts/deps): %w: %s", filepath.Base(out), err, bytes.TrimSpace(b))
 	}
 	return nil
 }

@@ -121,12 +121,12 @@ func writeLayer(dir, rootfs string, d Desktop, r Recipe) error {
 		}
 	}
 	if r.SystemServices {
-		if err := t.writeSystemServices(rootfs); err != nil {
+		if err := t.writeSystemServices(); err != nil {
 			return err
 		}
 	}
 	if r.TimeZone != "" {
-		if err := t.writeTimeZone(rootfs, r.TimeZone); err != nil {
+		if err := t.writeTimeZone(r.TimeZone); err != nil {
 			return err
 		}
 	}

@@ -50,7 +50,7 @@ func (im *Image) SystemServices() bool { return im.recipe().SystemServices }
 
 // writeSystemServices writes the system bus's configuration and the
 // service files of the daemons the image has.
-func (t tree) writeSystemServices(rootfs string) error {
+func (t tree) writeSystemServices() error {
 	if err := t.writeFile(strings.TrimPrefix(SystemBusConf, "/"), []byte(systemBusConfig), 0o644, 0, 0); err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func (t tree) writeSystemServices(rootfs string) error {
 	}
 	for _, s := range systemServices {
 		exec := "/lib/systemd/" + s.daemon
-		if !has(rootfs, strings.TrimPrefix(exec, "/")) {
+		if !has(t.base, strings.TrimPrefix(exec, "/")) {
 			continue
 		}
 		data := fmt.Sprintf("[D-BUS Service]\nName=%s\nExec=%s\nUser=root\n", s.name, exec)
@@ -73,8 +73,8 @@ func (t tree) writeSystemServices(rootfs string) error {
 // writeTimeZone makes zone the image's time zone, as the installer of
 // OSWorld's VM left it: /etc/localtime, which glibc and timedated read,
 // and Debian's /etc/timezone.
-func (t tree) writeTimeZone(rootfs, zone string) error {
-	if !has(rootfs, "usr/share/zoneinfo/"+zone) {
+func (t tree) writeTimeZone(zone string) error {
+	if !has(t.base, "usr/share/zoneinfo/"+zone) {
 		return fmt.Errorf("time zone %s: the image has no usr/share/zoneinfo/%s", zone, zone)
 	}
 	if err := t.symlink("etc/localtime", "/usr/share/zoneinfo/"+zone); err != nil {

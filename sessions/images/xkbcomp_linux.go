@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -17,7 +15,8 @@ import (
 
 // Xvfb compiles its keymap at every start: it runs xkbcomp through a shell
 // with the keymap's description on stdin, about a third of its start's CPU
-// (15 ms here). The image keeps the one compile every desktop's Xvfb asks
+// (perf over 20 Xvfb starts in a desktop: xkbcomp and its shell 35% of
+// Xvfb's samples). The image keeps the one compile every desktop's Xvfb asks
 // for: XkbcompPath is drums' xkbcomp (xkbcompSource), the package's
 // binary moves to XkbcompReal (a dpkg diversion), and the build runs the
 // image's Xvfb once so that drums' xkbcomp records the real one's
@@ -40,10 +39,8 @@ func (t tree) xkbcomp() error {
 	}
 	built := filepath.Join(t.root, XkbcompPath+".drums")
 	// Static: it must run in the image whatever the host's C library.
-	cmd := exec.Command("cc", "-static", "-O2", "-Wall", "-Werror", "-o", built, "-x", "c", "-")
-	cmd.Stdin = strings.NewReader(xkbcompSource)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build drums' xkbcomp (a C compiler is needed: scripts/deps): %w: %s", err, bytes.TrimSpace(out))
+	if err := buildC(xkbcompSource, built, "-static"); err != nil {
+		return err
 	}
 	if err := inRoot(t.root, "dpkg-divert", "--local", "--rename", "--divert", XkbcompReal, "--add", XkbcompPath); err != nil {
 		return err
@@ -69,29 +66,28 @@ func (t tree) xkbcomp() error {
 // ready, with DRUMS_XKBCOMP_RECORD set for drums' xkbcomp. It listens on
 // no socket outside root (no TCP, no abstract socket), and what it leaves
 // in /tmp goes.
-func recordXkbcomp(root string) error {
+func recordXkbcomp(root string) (err error) {
 	sockets := filepath.Join(root, "tmp/.X11-unix")
 	if err := os.Mkdir(sockets, 0o1777); err != nil {
 		return fmt.Errorf("socket directory for the build's Xvfb: %w", err)
 	}
-	defer cleanTmp(root)
+	// What it leaves would be in the image.
+	defer func() { err = errors.Join(err, cleanTmp(root)) }()
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	path, err := lookPathIn(root, "Xvfb")
+	// The screen desktops get; the keymap does not depend on it.
+	cmd, err := rootCmd(root, []string{"DRUMS_XKBCOMP_RECORD=1"}, "Xvfb", "-displayfd", "3", "-nolisten", "tcp", "-nolisten", "local",
+		"-noreset", "-screen", "0", "1920x1080x24", "-extension", "GLX")
 	if err != nil {
 		w.Close()
-		return fmt.Errorf("Xvfb in the image: %w", err)
+		return err
 	}
-	// The screen desktops get; the keymap does not depend on it.
 	var log bytes.Buffer
-	cmd := &exec.Cmd{Path: path, Args: []string{"Xvfb", "-displayfd", "3", "-nolisten", "tcp", "-nolisten", "local",
-		"-noreset", "-screen", "0", "1920x1080x24", "-extension", "GLX"}}
-	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "DRUMS_XKBCOMP_RECORD=1"}
-	cmd.Dir, cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = "/", &log, &log, []*os.File{w}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Setsid: true}
+	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = &log, &log, []*os.File{w}
+	cmd.SysProcAttr.Setsid = true
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
