@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 
@@ -76,7 +77,9 @@ func (a *api) lease(c echo.Context) error {
 		return err
 	}
 	if req.Holder == "" {
-		req.Holder, _ = c.Request().Context().Value(peerKey{}).(string)
+		if conn, ok := c.Request().Context().Value(peerKey{}).(net.Conn); ok {
+			req.Holder = describePeer(conn)
+		}
 	}
 	d, err := a.m.Lease(c.Request().Context(), req)
 	if err != nil {

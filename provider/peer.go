@@ -2,8 +2,9 @@ package provider
 
 import "net"
 
-// peerKey is the context key of a connection's describePeer, the holder a
-// lease records when its request names none.
+// peerKey is the context key of a request's connection: a lease whose
+// request names no holder records describePeer of it (only then, not for
+// every connection).
 type peerKey struct{}
 
 // describePeer names the other end of c for people: the process behind a

@@ -70,7 +70,7 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) serve(ln net.Listener, h http.Handler) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return context.WithValue(ctx, peerKey{}, describePeer(c))
+			return context.WithValue(ctx, peerKey{}, c)
 		}}
 	s.servers = append(s.servers, srv)
 	s.serveWG.Add(1)

@@ -357,6 +357,22 @@ func (g *Client) GetFile(ctx context.Context, p string) ([]byte, error) {
 	return data, nil
 }
 
+// SetTakeover sets the live view's takeover switch (POST /live_view, drums'
+// own route): on, its viewers drive the desktop; off, they only watch. It
+// returns the state guestd reports. It is not retried.
+func (g *Client) SetTakeover(ctx context.Context, on bool) (bool, error) {
+	var st struct {
+		Takeover *bool `json:"takeover"`
+	}
+	if err := g.post(ctx, "/live_view", map[string]bool{"takeover": on}, &st, 0); err != nil {
+		return false, err
+	}
+	if st.Takeover == nil {
+		return false, errors.New("/live_view answer has no takeover state")
+	}
+	return *st.Takeover, nil
+}
+
 // screenshotTimeout is PythonController's timeout for /screenshot.
 const screenshotTimeout = 10 * time.Second
 

@@ -319,13 +319,11 @@ func screenshotTimes(ctx context.Context, urls []string) ([]time.Duration, error
 		if err != nil {
 			return times, fmt.Errorf("the %s desktop's GET /screenshot: %w", ordinal(i+1), err)
 		}
-		head := make([]byte, 8)
-		_, rerr := io.ReadFull(resp.Body, head)
-		_, cerr := io.Copy(io.Discard, resp.Body)
+		body, rerr := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		times = append(times, time.Since(start))
-		if err := errors.Join(rerr, cerr); err != nil || resp.StatusCode != http.StatusOK || string(head) != "\x89PNG\r\n\x1a\n" {
-			return times, fmt.Errorf("the %s desktop's GET /screenshot: status %d, %q, %v", ordinal(i+1), resp.StatusCode, head, err)
+		if err := errors.Join(rerr, checkPNG(resp.StatusCode, body)); err != nil {
+			return times, fmt.Errorf("the %s desktop's GET /screenshot: %w", ordinal(i+1), err)
 		}
 	}
 	return times, nil

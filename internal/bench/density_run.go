@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drums-dev/drums/compat"
+	"github.com/drums-dev/drums/internal/ctxtime"
 )
 
 // DensityResult is one ramp of the density part.
@@ -170,7 +171,7 @@ func runRamp(ctx context.Context, cfg Config, spec DensitySpec, w Workload, host
 			}
 			return densityMemory(all), nil
 		},
-		wait: sleepCtx,
+		wait: ctxtime.Sleep,
 	}
 	if res.Baseline, err = proc.memAvailable(); err != nil {
 		return nil, err
@@ -243,7 +244,7 @@ func mergePhase(ctx context.Context, cfg Config, env rampEnv, ksm ksmfs, proc pr
 	k.started = start
 	last := k.Before
 	for time.Since(start) < cfg.KSMTime {
-		if err := sleepCtx(ctx, ksmPoll); err != nil {
+		if err := ctxtime.Sleep(ctx, ksmPoll); err != nil {
 			return nil, was, err
 		}
 		c, err := ksm.counters()
@@ -295,16 +296,4 @@ func mergePhase(ctx context.Context, cfg Config, env rampEnv, ksm ksmfs, proc pr
 		return nil, was, err
 	}
 	return k, was, nil
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -115,7 +115,9 @@ class Daemon:
         daemon only); returns d."""
         url = (d or {}).get("daemon") or ""
         if url and self.url and url.rstrip("/") != self.url.rstrip("/"):
-            self._owners[d["id"]] = Daemon(url=url, token=self.token, timeout=self.timeout, lease_attempts=1)
+            owner = self._owners.get(d["id"])
+            if owner is None or owner.url.rstrip("/") != url.rstrip("/"):
+                self._owners[d["id"]] = Daemon(url=url, token=self.token, timeout=self.timeout, lease_attempts=1)
         return d
 
     def _at(self, desktop_id):
