@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"

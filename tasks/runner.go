@@ -402,13 +402,7 @@ func (r *Runner) episode(ctx context.Context, env *osworld.Env, t *osworld.Task,
 		return
 	}
 	status := StatusRan
-	var diverged []string
-	for _, e := range []*osworld.Evaluation{&ev, res.After} {
-		if e != nil {
-			diverged = append(diverged, e.Diverged...)
-		}
-	}
-	if len(diverged) > 0 {
+	if len(ev.Diverged) > 0 || res.After != nil && len(res.After.Diverged) > 0 {
 		status = StatusDiverged
 	}
 	reasons := []string{ev.Summary()}

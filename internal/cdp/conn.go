@@ -116,6 +116,13 @@ func (c *Conn) Call(ctx context.Context, session, method string, params, out any
 	ch := make(chan Msg, 1)
 	c.pending[id] = ch
 	c.mu.Unlock()
+	// The reader removes an answered call; this removes one that failed or
+	// was given up.
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
 	if params == nil {
 		params = struct{}{}
 	}
@@ -144,9 +151,6 @@ func (c *Conn) Call(ctx context.Context, session, method string, params, out any
 	case <-c.done:
 		return fmt.Errorf("%s: %w", method, c.Err())
 	case <-ctx.Done():
-		c.mu.Lock()
-		delete(c.pending, id)
-		c.mu.Unlock()
 		return fmt.Errorf("%s: %w", method, ctx.Err())
 	}
 }

@@ -23,6 +23,11 @@ const httpTimeout = 5 * time.Second
 // MiB.
 const maxMessage = 64 << 20
 
+// direct is the probe's and the WebSocket's HTTP client: no proxy from the
+// environment (the browser is on a desktop of this host), no redirects
+// followed (the probe's answer is the browser's own).
+var direct = &http.Client{Transport: &http.Transport{}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
 // Dial connects to the DevTools endpoint at host:port once: the browser's
 // WebSocket URL from /json/version, reached where the probe was.
 func Dial(ctx context.Context, host string, port int) (*Conn, error) {
@@ -33,7 +38,7 @@ func Dial(ctx context.Context, host string, port int) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build devtools probe: %w", err)
 	}
-	resp, err := http.DefaultTransport.RoundTrip(req)
+	resp, err := direct.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("devtools at %s: %w", hp, err)
 	}
@@ -56,9 +61,8 @@ func Dial(ctx context.Context, host string, port int) (*Conn, error) {
 	u.Host = hp
 	wctx, cancel2 := context.WithTimeout(ctx, httpTimeout)
 	defer cancel2()
-	// No proxy from the environment: the browser is on a desktop of this
-	// host. Chromium's DevTools takes no compression (the default).
-	ws, _, err := websocket.Dial(wctx, u.String(), &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{}}})
+	// Chromium's DevTools takes no compression (the default).
+	ws, _, err := websocket.Dial(wctx, u.String(), &websocket.DialOptions{HTTPClient: direct})
 	if err != nil {
 		return nil, fmt.Errorf("websocket %s: %w", u.Redacted(), err)
 	}

@@ -80,7 +80,7 @@ func (a Action) MarshalJSON() ([]byte, error) {
 	return json.Marshal(a.Code)
 }
 
-// lastFails says whether a solution ends with FAIL, the answer OSWorld's
+// LastFails says whether a solution ends with FAIL, the answer OSWorld's
 // infeasible metric scores 1.
 func LastFails(actions []Action) bool {
 	return len(actions) > 0 && actions[len(actions)-1].Code == ActionFail

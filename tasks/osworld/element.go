@@ -2,7 +2,7 @@ package osworld
 
 import "fmt"
 
-// clickCode is the pyautogui code of a click on the centre of the element c
+// ClickCode is the pyautogui code of a click on the centre of the element c
 // names in tree (OSWorld's accessibility tree XML).
 func ClickCode(tree string, c ElementClick) (string, error) {
 	x, y, h, err := elementCentre(tree, c.Role, c.Name)

@@ -371,7 +371,7 @@ func shorten(s string, n int) string {
 	return s
 }
 
-// summary is a one-line account of an evaluation for a report's reason.
+// Summary is a one-line account of an evaluation for a report's reason.
 func (ev Evaluation) Summary() string {
 	var parts []string
 	if ev.Error != "" {

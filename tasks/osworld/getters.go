@@ -141,7 +141,7 @@ func getVMTerminalOutput(ctx context.Context, e *Env, _ Getter) (any, error) {
 	return *out, nil
 }
 
-// pathsAndDests reads path/dest as single values or, with multi, lists.
+// PathsAndDests reads path/dest as single values or, with multi, lists.
 func PathsAndDests(cfg Getter) (paths, dests []string, err error) {
 	if !pyvalue.Truthy(cfg["multi"]) {
 		p, err := cfgString(cfg, "path")

@@ -88,7 +88,7 @@ func (c *PythonConfig) absolute() error {
 	return nil
 }
 
-// pyAnswer is one worker answer.
+// WorkerAnswer is one worker answer.
 type WorkerAnswer struct {
 	Ready           bool     `json:"ready"`
 	Fatal           string   `json:"fatal"`
@@ -111,7 +111,7 @@ type WorkerAnswer struct {
 	AfterError    string   `json:"after_error"`
 }
 
-// pyWorker is one running worker process.
+// Worker is one running worker process.
 type Worker struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser
@@ -180,7 +180,8 @@ func (c *PythonConfig) spawn(ctx context.Context, logName string, config map[str
 	return w, nil
 }
 
-// read waits for one answer line.
+// Read waits for one answer line. After an error the caller stops the
+// worker (Stop).
 func (w *Worker) Read(ctx context.Context, timeout time.Duration) (WorkerAnswer, error) {
 	type got struct {
 		a   WorkerAnswer
@@ -206,10 +207,8 @@ func (w *Worker) Read(ctx context.Context, timeout time.Duration) (WorkerAnswer,
 	case g := <-ch:
 		return g.a, g.err
 	case <-t.C:
-		w.Stop()
 		return WorkerAnswer{}, fmt.Errorf("no answer within %s", timeout)
 	case <-ctx.Done():
-		w.Stop()
 		return WorkerAnswer{}, ctx.Err()
 	}
 }
@@ -223,7 +222,7 @@ func (w *Worker) Send(req []byte) error {
 // Log is the worker's log file.
 func (w *Worker) Log() string { return w.log }
 
-// stop ends the worker: stdin closed lets it release its desktop, then the
+// Stop ends the worker: stdin closed lets it release its desktop, then the
 // process group is killed if it lingers.
 func (w *Worker) Stop() {
 	_ = w.in.Close()
@@ -282,7 +281,7 @@ func (j *PythonJudge) Metric(ctx context.Context, f string, args []any, opts map
 			return MetricAnswer{}, err
 		}
 	}
-	if _, err := j.w.in.Write(append(req, '\n')); err != nil {
+	if err := j.w.Send(req); err != nil {
 		j.closeLocked()
 		return MetricAnswer{}, fmt.Errorf("osworld metrics worker: %w", err)
 	}

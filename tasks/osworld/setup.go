@@ -206,7 +206,7 @@ func stringList(v any) ([]string, error) {
 	return out, nil
 }
 
-// fileSpec is one entry of a download or upload_file step.
+// FileSpec is one entry of a download or upload_file step.
 type FileSpec struct {
 	URL       string `json:"url"`
 	LocalPath string `json:"local_path"`

@@ -48,7 +48,7 @@ func Substitute(command any, s Screen) (any, error) {
 	return nil, fmt.Errorf("command is %T, neither a string nor a list", command)
 }
 
-// commandWords renders a command for messages and classification: a list's
+// CommandWords renders a command for messages and classification: a list's
 // elements joined by spaces, a string as is.
 func CommandWords(command any) string {
 	switch c := command.(type) {
