@@ -28,10 +28,11 @@ all: build
 # repository ($$DRUMS_CACHE, /var/cache/drums/kubernetes/VERSION) before
 # the tests start, so the build does not race the other packages' tests.
 TIER2 := $(filter 1,$(DRUMS_TIER2))
+# The Kubernetes release the tier-2 tests run: internal/kubetest.Version.
+KUBERNETES_VERSION := $(shell sed -n 's/^const Version = "\(v[0-9.]*\)"$$/\1/p' internal/kubetest/cluster_linux.go)
 
 deps:                 ## what drums needs on the host (Debian packages): mmdebstrap, nftables, iproute2, qemu-utils, test tools
-	scripts/deps
-	$(if $(TIER2),scripts/deps kubernetes)
+	scripts/deps $(if $(TIER2),kubernetes)
 
 deps-osworld: deps    ## also the python3 packages OSWorld's desktop_env imports on the host (--via-python runs)
 	scripts/deps osworld
@@ -49,12 +50,12 @@ images: build         ## the core and osworld images (drums image build)
 	$(AS_ROOT) $(BIN)/drums image build osworld
 
 test: deps lint race fuzz build images ## the gates, then every test, tier 1 (real Xvfb, D-Bus, namespaces, images) included; tier 2 (Kubernetes) with DRUMS_TIER2=1
-	$(if $(TIER2),deploy/kubernetes/build-binaries >/dev/null)
+	$(if $(TIER2),deploy/kubernetes/build-binaries $(KUBERNETES_VERSION) >/dev/null)
 	$(AS_ROOT) env DRUMS_TIER1=1 DRUMS_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 60m ./...
 
 test-kubernetes: build images ## the tier-2 test alone: a two-node Kubernetes cluster on this host, drums deployed on it, an episode through the Service
 	scripts/deps kubernetes
-	deploy/kubernetes/build-binaries >/dev/null
+	deploy/kubernetes/build-binaries $(KUBERNETES_VERSION) >/dev/null
 	$(AS_ROOT) env DRUMS_TIER1=1 DRUMS_TIER2=1 DRUMS_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -v -timeout 30m ./internal/kubetest/ ./deploy/kubernetes/
 
 kubernetes-image: build ## the drums container image, bin/drums-image.oci.tar, for nodes to import (deploy/kubernetes)

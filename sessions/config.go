@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"debug/elf"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -219,6 +220,31 @@ func (c Config) withDefaults() (Config, error) {
 
 // InitBinary is the name of the executable a session's init runs.
 const InitBinary = "drums-init"
+
+// StaticBusybox is the host's static busybox, the engine's default
+// (Config.Busybox), refused if it is missing or dynamically linked.
+func StaticBusybox() (string, error) {
+	p := defaultBusybox()
+	return p, checkBusybox(p)
+}
+
+// checkBusybox refuses a busybox that is missing or dynamically linked:
+// init runs it after the pivot, where a dynamic one would load its
+// libraries from the desktop's root, which the desktop can write.
+func checkBusybox(path string) error {
+	const hint = "install Debian's busybox-static (make deps)"
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("busybox %s: %w (%s): %w", path, err, hint, ErrUnsupported)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("busybox %s is dynamically linked; desktops need a static one (%s): %w", path, hint, ErrUnsupported)
+		}
+	}
+	return nil
+}
 
 func defaultBusybox() string {
 	for _, p := range []string{"/usr/bin/busybox", "/bin/busybox"} {

@@ -1,7 +1,6 @@
 package sessions
 
 import (
-	"debug/elf"
 	"fmt"
 	"os"
 	"runtime"
@@ -80,24 +79,6 @@ func openHigh(what, path string) (int, error) {
 		return -1, fmt.Errorf("keep %s open: %w", what, err)
 	}
 	return fd, nil
-}
-
-// checkBusybox refuses a busybox that is missing or dynamically linked:
-// init runs it after the pivot, where a dynamic one would load its
-// libraries from the desktop's root, which the desktop can write.
-func checkBusybox(path string) error {
-	const hint = "install Debian's busybox-static (make deps)"
-	f, err := elf.Open(path)
-	if err != nil {
-		return fmt.Errorf("busybox %s: %w (%s): %w", path, err, hint, ErrUnsupported)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return fmt.Errorf("busybox %s is dynamically linked; desktops need a static one (%s): %w", path, hint, ErrUnsupported)
-		}
-	}
-	return nil
 }
 
 // procFD is the path by which a child execs descriptor fd of its own.

@@ -17,14 +17,12 @@ import (
 	"path/filepath"
 
 	"github.com/drums-dev/drums/internal/ociarchive"
+	"github.com/drums-dev/drums/sessions"
 )
 
 // ImageName is the drums image's name in the manifests; nodes import it
 // (no registry is needed: imagePullPolicy is Never).
 const ImageName = "drums.local/drums:dev"
-
-// busyboxPaths are where Debian's busybox-static puts its binary.
-var busyboxPaths = []string{"/usr/bin/busybox", "/bin/busybox"}
 
 // Image is the drums image: layer 1 the base (busybox as /bin/sh and
 // /usr/bin/busybox, /etc/passwd and /etc/group, /tmp, the directories the
@@ -32,15 +30,9 @@ var busyboxPaths = []string{"/usr/bin/busybox", "/bin/busybox"}
 // guestd from bin, in /usr/local/bin (the engine finds drums-init and
 // guestd next to drums).
 func Image(bin string) (ociarchive.Image, error) {
-	busybox := ""
-	for _, p := range busyboxPaths {
-		if _, err := os.Stat(p); err == nil {
-			busybox = p
-			break
-		}
-	}
-	if busybox == "" {
-		return ociarchive.Image{}, fmt.Errorf("no static busybox at %v (scripts/deps installs busybox-static)", busyboxPaths)
+	busybox, err := sessions.StaticBusybox()
+	if err != nil {
+		return ociarchive.Image{}, err
 	}
 	dir := func(p string, mode fs.FileMode) ociarchive.File {
 		return ociarchive.File{Path: p, Mode: fs.ModeDir | mode}

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drums-dev/drums/internal/testimage"
 	"github.com/drums-dev/drums/internal/testutil"
 )
 
@@ -443,7 +444,11 @@ func (c *Cluster) KubectlIn(ctx context.Context, stdin []byte, args ...string) (
 // (deploy/kubernetes/build-binaries: minutes cold, seconds warm).
 func Binaries(t testing.TB) string {
 	t.Helper()
-	script, err := filepath.Abs(filepath.Join(repoRoot(t), "deploy", "kubernetes", "build-binaries"))
+	root, err := testimage.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := filepath.Abs(filepath.Join(root, "deploy", "kubernetes", "build-binaries"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,25 +460,6 @@ func Binaries(t testing.TB) string {
 		t.Fatalf("build Kubernetes %s: %v\n%s", Version, err, stderr.String())
 	}
 	return strings.TrimSpace(string(out))
-}
-
-// repoRoot is the module's root, above the test's working directory.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatal("kubetest: no go.mod above the working directory")
-		}
-		dir = up
-	}
 }
 
 // kernelSysctls are what the kubelet sets for the whole host

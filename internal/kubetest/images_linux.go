@@ -10,16 +10,18 @@ import (
 
 	"github.com/drums-dev/drums/internal/ociarchive"
 	"github.com/drums-dev/drums/internal/testutil"
+	"github.com/drums-dev/drums/sessions"
 )
-
-// busybox is Debian's static busybox (busybox-static, in scripts/deps).
-const busybox = "/bin/busybox"
 
 // pauseImage is the pod sandbox image, made here: a static busybox that
 // sleeps (a sandbox is stopped with SIGKILL, so PID 1 ignoring SIGTERM
 // does not matter). Pods can run it with a command of their own: it is
 // also the tests' busybox image.
-func pauseImage() ociarchive.Image {
+func pauseImage() (ociarchive.Image, error) {
+	busybox, err := sessions.StaticBusybox()
+	if err != nil {
+		return ociarchive.Image{}, err
+	}
 	return ociarchive.Image{
 		Name:       PauseImage,
 		Entrypoint: []string{"/bin/busybox", "sleep", "infinity"},
@@ -29,7 +31,7 @@ func pauseImage() ociarchive.Image {
 			{Path: "bin/sh", Mode: fs.ModeSymlink | 0o777, Link: "busybox"},
 			{Path: "tmp", Mode: fs.ModeDir | fs.ModeSticky | 0o777},
 		}},
-	}
+	}, nil
 }
 
 // ImportImage writes im as an archive under the cluster's directory and
@@ -58,7 +60,11 @@ func (c *Cluster) ImportImage(ctx context.Context, im ociarchive.Image) error {
 
 func (c *Cluster) importPause(t *testing.T, ctx context.Context) {
 	t.Helper()
-	if err := c.ImportImage(ctx, pauseImage()); err != nil {
+	pause, err := pauseImage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ImportImage(ctx, pause); err != nil {
 		t.Fatal(err)
 	}
 }

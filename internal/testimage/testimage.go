@@ -110,7 +110,7 @@ func selfCommand(image string, args []string) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -120,9 +120,9 @@ func selfCommand(image string, args []string) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-// moduleRoot is the directory of the go.mod above the working directory
+// ModuleRoot is the directory of the go.mod above the working directory
 // (a test runs in its package's directory).
-func moduleRoot() (string, error) {
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
