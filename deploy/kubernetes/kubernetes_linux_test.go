@@ -114,7 +114,7 @@ func TestKubernetes(t *testing.T) {
 	t0 = time.Now()
 	kubectl([]byte(m), "apply", "-f", "-")
 	kubectl(nil, "-n", "drums", "rollout", "status", "ds/drums", "--timeout=5m")
-	t.Logf("timing: DaemonSet rolled out on %d nodes in %.1fs", len(c.Nodes), time.Since(t0).Seconds())
+	t.Logf("timing: DaemonSet rolled out on %d nodes in %.1fs (load %s)", len(c.Nodes), time.Since(t0).Seconds(), compat.LoadAverages(3))
 
 	// A pod leases a desktop through the Service and drives an episode.
 	ep := runClient(t, ctx, c)
@@ -298,7 +298,7 @@ func killAndReplace(t *testing.T, ctx context.Context, c *kubetest.Cluster, toke
 	if err := retryConnect(ctx, func() error { _, err := direct.Health(ctx); return err }); err != nil {
 		t.Fatalf("the replacement daemon on %s: %v", n.Name, err)
 	}
-	t.Logf("timing: %s replaced and answering in %.1fs", old, time.Since(t0).Seconds())
+	t.Logf("timing: %s replaced and answering in %.1fs (load %s)", old, time.Since(t0).Seconds(), compat.LoadAverages(3))
 	got, err := direct.Get(ctx, d.ID)
 	switch {
 	case err == nil:
