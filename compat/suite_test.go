@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,12 @@ import (
 // EnvReportDir names where TestSuite keeps its report (make compat points
 // it at compat/report); unset, the report goes to a temporary directory.
 const EnvReportDir = "DRUMS_COMPAT_REPORT"
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testutil.RemoveBins()
+	os.Exit(code)
+}
 
 // suiteTimeout bounds the whole run: about 300 fast cases, a few dozen of
 // which wait for applications or timeouts of a few seconds, on a loaded
@@ -35,18 +40,7 @@ func TestSuite(t *testing.T) {
 	if _, err := UpstreamFromEnv(); err != nil {
 		t.Skipf("compat suite did not run: %v", err)
 	}
-	bin := os.Getenv("DRUMS_BIN")
-	if bin == "" {
-		bin = t.TempDir()
-		root := moduleRoot(t)
-		for _, c := range []string{"./cmd/drums", "./cmd/drums-init", "./cmd/guestd"} {
-			cmd := exec.Command("go", "build", "-o", bin+"/", c)
-			cmd.Dir = root
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("build %s: %v\n%s", c, err, out)
-			}
-		}
-	}
+	bin := testutil.Bins(t)
 	out := os.Getenv(EnvReportDir)
 	if out == "" {
 		out = t.TempDir()
@@ -93,11 +87,6 @@ func TestSuite(t *testing.T) {
 		t.Fatalf("drums compat: %v", runErr)
 	}
 	t.Logf("report in %s: %v", out, rep.Totals)
-}
-
-func moduleRoot(t *testing.T) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(filepath.Dir(file))
 }
 
 // testWriter sends a child's progress lines to the test log.

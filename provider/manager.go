@@ -307,6 +307,11 @@ func (m *Manager) destroy(d *desktop) {
 func (m *Manager) lookup(id string) (*desktop, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.lookupLocked(id)
+}
+
+// lookupLocked is lookup with m.mu held.
+func (m *Manager) lookupLocked(id string) (*desktop, error) {
 	d := m.desktops[id]
 	if d == nil {
 		return nil, fmt.Errorf("desktop %q does not exist (released, expired or never leased): %w", id, ErrNotFound)
@@ -318,9 +323,9 @@ func (m *Manager) lookup(id string) (*desktop, error) {
 func (m *Manager) Get(id string) (client.Desktop, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d := m.desktops[id]
-	if d == nil {
-		return client.Desktop{}, fmt.Errorf("desktop %q does not exist (released, expired or never leased): %w", id, ErrNotFound)
+	d, err := m.lookupLocked(id)
+	if err != nil {
+		return client.Desktop{}, err
 	}
 	return d.view(), nil
 }

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -58,6 +57,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	testutil.RemoveBins()
 	if tier1Env.dir != "" {
 		os.RemoveAll(tier1Env.dir)
 		tier1Env.lock.Close()
@@ -117,11 +117,13 @@ func sweepPrefix(cfg sessions.Config) error {
 	return errors.Join(append(errs, err)...)
 }
 
-// tier1Setup builds (or finds in DRUMS_BIN) the binaries.
+// tier1Setup makes the run's directory and finds the binaries
+// (testutil.Bins).
 func tier1Setup(t testing.TB) {
 	t.Helper()
 	testutil.RequireRoot(t)
 	testimage.NeedImages(t, testImage)
+	bin := testutil.Bins(t)
 	tier1Env.once.Do(func() {
 		// Another run that ends removes worldRoot when it is empty: try
 		// again if it went between the two calls.
@@ -149,17 +151,7 @@ func tier1Setup(t testing.TB) {
 			return
 		}
 		tier1Env.lock = lf
-		if bin := os.Getenv("DRUMS_BIN"); bin != "" {
-			tier1Env.drums, tier1Env.guestd = filepath.Join(bin, "drums"), filepath.Join(bin, "guestd")
-		} else {
-			cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/drums", "./cmd/drums-init", "./cmd/guestd")
-			cmd.Dir = ".."
-			if out, err := cmd.CombinedOutput(); err != nil {
-				tier1Env.err = fmt.Errorf("build drums, drums-init and guestd: %v\n%s", err, out)
-				return
-			}
-			tier1Env.drums, tier1Env.guestd = filepath.Join(dir, "drums"), filepath.Join(dir, "guestd")
-		}
+		tier1Env.drums, tier1Env.guestd = filepath.Join(bin, "drums"), filepath.Join(bin, "guestd")
 	})
 	if tier1Env.err != nil {
 		t.Fatal(tier1Env.err)

@@ -250,17 +250,24 @@ func ptr[T any](v T) *T { return &v }
 // Thumbnail is a leased or warm desktop's screen, thumbWidth pixels wide,
 // as a PNG at most thumbTTL old.
 func (m *Manager) Thumbnail(ctx context.Context, id string) ([]byte, error) {
-	d, err := m.lookup(id)
+	guest, err := m.thumbnailGuest(id)
 	if err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	if d.state != client.StateLeased && d.state != client.StateReady {
-		state := d.state
-		m.mu.Unlock()
-		return nil, fmt.Errorf("desktop %q is %s: no screen to show: %w", id, state, ErrConflict)
-	}
-	guest := d.view().GuestURL
-	m.mu.Unlock()
 	return m.thumbs.get(ctx, id, guest)
+}
+
+// thumbnailGuest is the guestd URL of desktop id when it has a screen to
+// show.
+func (m *Manager) thumbnailGuest(id string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, err := m.lookupLocked(id)
+	if err != nil {
+		return "", err
+	}
+	if d.state != client.StateLeased && d.state != client.StateReady {
+		return "", fmt.Errorf("desktop %q is %s: no screen to show: %w", id, d.state, ErrConflict)
+	}
+	return d.view().GuestURL, nil
 }

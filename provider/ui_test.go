@@ -103,8 +103,8 @@ func TestThumbnails(t *testing.T) {
 	if c := colorOf(get(h, path)); c != (color.RGBA{255, 0, 0, 255}) || g.screenshots() != 2 {
 		t.Errorf("after thumbTTL: colour %v after %d screenshots, want a new red one", c, g.screenshots())
 	}
-	if g.hosts[0] != d.Address+":5000" {
-		t.Errorf("the screenshot was asked of %q, want the desktop's guestd %s:5000", g.hosts[0], d.Address)
+	if host := g.Requests("/screenshot")[0].Host; host != d.Address+":5000" {
+		t.Errorf("the screenshot was asked of %q, want the desktop's guestd %s:5000", host, d.Address)
 	}
 
 	if rec := get(h, "/ui/api/desktops/no-such/thumbnail"); rec.Code != 404 {
@@ -340,8 +340,8 @@ func TestTakeover(t *testing.T) {
 	if d.Takeover {
 		t.Error("a new lease has takeover on")
 	}
-	if d, err = m.Takeover(ctx, d.ID, true); err != nil || !d.Takeover || !g.takeover {
-		t.Fatalf("takeover on: %+v %v, guest %v", d, err, g.takeover)
+	if d, err = m.Takeover(ctx, d.ID, true); err != nil || !d.Takeover || !g.takeoverOn() {
+		t.Fatalf("takeover on: %+v %v, guest %v", d, err, g.takeoverOn())
 	}
 	if d, err = m.Renew(d.ID, 0); err != nil || !d.Takeover {
 		t.Errorf("after a renew: %+v %v", d, err)
@@ -352,8 +352,8 @@ func TestTakeover(t *testing.T) {
 	if d, err = m.Takeover(ctx, d.ID, true); err != nil || !d.Takeover {
 		t.Fatal(d, err)
 	}
-	if d, err = m.Takeover(ctx, d.ID, false); err != nil || d.Takeover || g.takeover {
-		t.Errorf("takeover off: %+v %v, guest %v", d, err, g.takeover)
+	if d, err = m.Takeover(ctx, d.ID, false); err != nil || d.Takeover || g.takeoverOn() {
+		t.Errorf("takeover off: %+v %v, guest %v", d, err, g.takeoverOn())
 	}
 	if err := m.Release(d.ID); err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func TestTier1PageInChromium(t *testing.T) {
 	})()`, mustJSON(ids)), func(n float64) bool { return n == 1 })
 	card := func(field string) string {
 		var s string
-		_ = json.Unmarshal(p.Eval(t, fmt.Sprintf(`[...document.querySelectorAll('article.desktop')].find(a => a.dataset.id === %q).querySelector(%q).textContent`, d.ID, field)), &s)
+		p.Eval(t, fmt.Sprintf(`[...document.querySelectorAll('article.desktop')].find(a => a.dataset.id === %q).querySelector(%q).textContent`, d.ID, field), &s)
 		return s
 	}
 	if got := card(".state"); got != client.StateLeased {
@@ -89,7 +89,7 @@ func TestTier1PageInChromium(t *testing.T) {
 	guestExec(t, d, "xsetroot -solid '#00ff00'")
 	p.WaitEval(t, "the thumbnail to turn green", fmt.Sprintf(thumbGreen, d.ID), func(n float64) bool { return n > 0.5 })
 	var charts float64
-	_ = json.Unmarshal(p.Eval(t, `document.querySelectorAll('#charts polyline').length`), &charts)
+	p.Eval(t, `document.querySelectorAll('#charts polyline').length`, &charts)
 	if charts < 9 {
 		t.Errorf("%v chart lines, want the 9 series", charts)
 	}

@@ -30,6 +30,13 @@ func TestCgroupSetupRacesPrefixRemoval(t *testing.T) {
 		eng.removeBases()
 		os.RemoveAll(eng.dir)
 	})
+	// The prefix's state directory, which holds the cgroup lock, as a
+	// create's allocation makes it before the setup.
+	pl, err := eng.prefixLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl.unlock()
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

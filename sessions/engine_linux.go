@@ -22,11 +22,13 @@ import (
 // the CLI) can use the same prefix and a restarted daemon adopts what its
 // predecessor left. All methods are safe for concurrent use.
 type Engine struct {
-	cfg    Config
-	dir    string // <StateDir>/<prefix>
-	log    *slog.Logger
-	facts  hostFacts
-	images *images.Store
+	cfg   Config
+	dir   string // <StateDir>/<prefix>
+	log   *slog.Logger
+	facts hostFacts
+
+	imagesMu sync.Mutex
+	images   *images.Store // opened by the first create (imageStore)
 
 	mu sync.Mutex
 	// children are the inits this process started, each closed once reaped.
@@ -34,7 +36,10 @@ type Engine struct {
 	held     map[string]heldClaims // by session id (watch_linux.go)
 }
 
-// New checks the host and prepares the prefix's state directory.
+// New checks the host. It creates nothing: the prefix's state directory is
+// made by the first create or sweep (prefixLock) and the image store is
+// opened by the first create (imageStore), so that reading (List, Get,
+// `drums session ls`) leaves no trace on the host.
 func New(cfg Config) (*Engine, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -47,16 +52,35 @@ func New(cfg Config) (*Engine, error) {
 	if e.facts, err = gatherFacts(cfg); err != nil {
 		return nil, err
 	}
-	if e.images, err = images.Open(cfg.ImageDir); err != nil {
-		return nil, err
-	}
+	return e, nil
+}
+
+// prefixLock takes the prefix's lock (slot allocation, sweeps), making the
+// prefix's state directory first: only its owner may reach the records and
+// control sockets in it.
+func (e *Engine) prefixLock(ctx context.Context) (*fileLock, error) {
 	if err := os.MkdirAll(e.sessionsDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
 	if err := os.Chmod(e.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("chmod state directory: %w", err)
 	}
-	return e, nil
+	return lock(ctx, filepath.Join(e.dir, "lock"))
+}
+
+// imageStore opens the image store once. A failure is not kept: the next
+// create tries again.
+func (e *Engine) imageStore() (*images.Store, error) {
+	e.imagesMu.Lock()
+	defer e.imagesMu.Unlock()
+	if e.images == nil {
+		s, err := images.Open(e.cfg.ImageDir)
+		if err != nil {
+			return nil, err
+		}
+		e.images = s
+	}
+	return e.images, nil
 }
 
 // hostFacts are what plans read from the host: where cgroups go, its
@@ -179,7 +203,7 @@ func cleanupContext() (context.Context, context.CancelFunc) {
 // host-wide and records the new session, under the prefix lock, and returns
 // the session's lock held and the claim in the record.
 func (e *Engine) allocate(ctx context.Context, req Request) (*record, *fileLock, error) {
-	pl, err := lock(ctx, filepath.Join(e.dir, "lock"))
+	pl, err := e.prefixLock(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -263,7 +287,11 @@ func (e *Engine) claimIDs(owner string) (int, *os.File, error) {
 // record plans a session in a claimed slot, makes its directory and writes
 // its record, and returns the session's lock held.
 func (e *Engine) record(req Request, id string, slot, idBase int) (*record, *fileLock, error) {
-	p, err := planWith(e.cfg, e.facts, e.images, req, id, slot, idBase)
+	store, err := e.imageStore()
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := planWith(e.cfg, e.facts, store, req, id, slot, idBase)
 	if err != nil {
 		return nil, nil, err
 	}

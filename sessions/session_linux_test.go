@@ -441,11 +441,13 @@ func TestAdoptAndCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := false
+	var mine *Session
 	for _, a := range adopted {
-		found = found || a.ID == s.ID
+		if a.ID == s.ID {
+			mine = a
+		}
 	}
-	if !found {
+	if mine == nil {
 		t.Fatalf("Adopt returned %v, not %s", adopted, s.ID)
 	}
 	if out, err := exec.Command(w.drums, append(append([]string{"session", "exec"}, w.cliArgs()...), s.ID, "--", "sh", "-c", "exit 7")...).CombinedOutput(); err == nil {
@@ -458,6 +460,17 @@ func TestAdoptAndCLI(t *testing.T) {
 	}
 	if _, err := eng.Get(s.ID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("after rm: %v", err)
+	}
+	// The adopter, like a daemon whose client still holds the lease, keeps
+	// the session's address and ids claimed until it removes the session
+	// too: then the claims go.
+	if err := eng.Remove(ctx, s.ID); err != nil {
+		t.Errorf("remove by the adopter after rm: %v", err)
+	}
+	for _, c := range []string{claimPath(AddrClaimDir, addrKey(mine.Plan.Net.Address)), claimPath(IDClaimDir, idKey(mine.Plan.IDs.Host))} {
+		if _, err := os.Stat(c); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("claim %s after both removes: %v", c, err)
+		}
 	}
 }
 

@@ -75,9 +75,13 @@ func (e *Engine) writeRecord(r *record) error {
 	return nil
 }
 
-// ids lists the session directories of this prefix, sorted.
+// ids lists the session directories of this prefix, sorted: none before
+// the state directory is made.
 func (e *Engine) ids() ([]string, error) {
 	entries, err := os.ReadDir(e.sessionsDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", e.sessionsDir(), err)
 	}

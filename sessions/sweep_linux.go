@@ -17,7 +17,7 @@ import (
 // are left alone.
 func (e *Engine) Sweep(ctx context.Context) (SweepReport, error) {
 	var rep SweepReport
-	pl, err := lock(ctx, filepath.Join(e.dir, "lock"))
+	pl, err := e.prefixLock(ctx)
 	if err != nil {
 		return rep, err
 	}

@@ -68,6 +68,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	testutil.RemoveBins()
 	if world != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		rep, err := world.eng.Sweep(ctx)
@@ -88,7 +89,8 @@ func needWorld(t testing.TB) *testWorld {
 	t.Helper()
 	testutil.RequireRoot(t, "nft", "ip")
 	testimage.NeedImages(t, coreImage, appsImage)
-	worldOnce.Do(func() { world, worldErr = makeWorld() })
+	bin := testutil.Bins(t)
+	worldOnce.Do(func() { world, worldErr = makeWorld(bin) })
 	if worldErr != nil {
 		t.Fatal(worldErr)
 	}
@@ -97,7 +99,9 @@ func needWorld(t testing.TB) *testWorld {
 
 func randomName(n int) string { return testutil.RandomName(n) }
 
-func makeWorld() (*testWorld, error) {
+// makeWorld makes the run's world, its desktops run from the binaries in
+// bin.
+func makeWorld(bin string) (*testWorld, error) {
 	w := &testWorld{prefix: "zt" + randomName(5)}
 	v, _ := rand.Int(rand.Reader, big.NewInt(64))
 	w.network = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(64 + v.Int64()), 0, 0}), 16)
@@ -118,16 +122,7 @@ func makeWorld() (*testWorld, error) {
 		return nil, fmt.Errorf("lock test world: %v", err)
 	}
 	w.lock = lk
-	if bin := os.Getenv("DRUMS_BIN"); bin != "" {
-		w.drums, w.guestd = filepath.Join(bin, "drums"), filepath.Join(bin, "guestd")
-	} else {
-		cmd := exec.Command("go", "build", "-o", w.dir+"/", "./cmd/drums", "./cmd/drums-init", "./cmd/guestd")
-		cmd.Dir = ".."
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("build drums, drums-init and guestd: %v\n%s", err, out)
-		}
-		w.drums, w.guestd = filepath.Join(w.dir, "drums"), filepath.Join(w.dir, "guestd")
-	}
+	w.drums, w.guestd = filepath.Join(bin, "drums"), filepath.Join(bin, "guestd")
 	eng, err := New(w.config())
 	if err != nil {
 		return nil, err

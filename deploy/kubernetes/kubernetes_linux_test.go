@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drums-dev/drums/compat"
 	guest "github.com/drums-dev/drums/guestd/client"
 	"github.com/drums-dev/drums/internal/kubetest"
 	"github.com/drums-dev/drums/internal/ociarchive"
@@ -98,7 +99,7 @@ func TestKubernetes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("timing: images written and imported on %d nodes in %.1fs (load %s)", len(c.Nodes), time.Since(t0).Seconds(), load())
+	t.Logf("timing: images written and imported on %d nodes in %.1fs (load %s)", len(c.Nodes), time.Since(t0).Seconds(), compat.LoadAverages(3))
 
 	// drums: its Secret, then drums.yaml with the test's node-local paths.
 	token := testutil.RandomName(32)
@@ -113,19 +114,14 @@ func TestKubernetes(t *testing.T) {
 	t0 = time.Now()
 	kubectl([]byte(m), "apply", "-f", "-")
 	kubectl(nil, "-n", "drums", "rollout", "status", "ds/drums", "--timeout=5m")
-	t.Logf("timing: DaemonSet rolled out on %d nodes in %.1fs", len(c.Nodes), time.Since(t0).Seconds())
+	t.Logf("timing: DaemonSet rolled out on %d nodes in %.1fs (load %s)", len(c.Nodes), time.Since(t0).Seconds(), compat.LoadAverages(3))
 
 	// A pod leases a desktop through the Service and drives an episode.
 	ep := runClient(t, ctx, c)
 	t.Logf("timing: through the Service: lease %.2fs, episode %.2fs, revert %.2fs; desktop at %s of daemon %s (load %s)",
-		ep.LeaseS, ep.EpisodeS, ep.RevertS, ep.Address, ep.Daemon, load())
+		ep.LeaseS, ep.EpisodeS, ep.RevertS, ep.Address, ep.Daemon, compat.LoadAverages(3))
 
 	killAndReplace(t, ctx, c, token)
-}
-
-func load() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
 const clientPod = `apiVersion: v1
@@ -302,7 +298,7 @@ func killAndReplace(t *testing.T, ctx context.Context, c *kubetest.Cluster, toke
 	if err := retryConnect(ctx, func() error { _, err := direct.Health(ctx); return err }); err != nil {
 		t.Fatalf("the replacement daemon on %s: %v", n.Name, err)
 	}
-	t.Logf("timing: %s replaced and answering in %.1fs", old, time.Since(t0).Seconds())
+	t.Logf("timing: %s replaced and answering in %.1fs (load %s)", old, time.Since(t0).Seconds(), compat.LoadAverages(3))
 	got, err := direct.Get(ctx, d.ID)
 	switch {
 	case err == nil:

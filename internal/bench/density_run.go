@@ -61,6 +61,7 @@ type KSMResult struct {
 	// ProbeError is why a desktop did not answer after merging.
 	ProbeError string `json:"probe_error,omitempty"`
 
+	ksmd      int           // ksmd's pid
 	ksmdStart time.Duration // ksmd's CPU time when it was turned on
 	started   time.Time
 }
@@ -212,7 +213,7 @@ func runRamp(ctx context.Context, cfg Config, spec DensitySpec, w Workload, host
 			res.KSMStop = &kstop
 			printDensityStop(host.Stdout, w.Name, " with merging", kstop)
 		}
-		cpu, err := proc.ksmdCPU()
+		cpu, err := proc.ksmdCPU(kres.ksmd)
 		if err != nil {
 			return nil, err
 		}
@@ -233,7 +234,10 @@ func mergePhase(ctx context.Context, cfg Config, env rampEnv, ksm ksmfs, proc pr
 	if k.AvailBefore, err = proc.memAvailable(); err != nil {
 		return nil, nil, err
 	}
-	if k.ksmdStart, err = proc.ksmdCPU(); err != nil {
+	if k.ksmd, err = proc.ksmdPID(); err != nil {
+		return nil, nil, err
+	}
+	if k.ksmdStart, err = proc.ksmdCPU(k.ksmd); err != nil {
 		return nil, nil, err
 	}
 	if was, err = ksm.start(cfg.KSMPagesToScan, cfg.KSMSleep); err != nil {
@@ -258,7 +262,7 @@ func mergePhase(ctx context.Context, cfg Config, env rampEnv, ksm ksmfs, proc pr
 		if err != nil {
 			return nil, was, err
 		}
-		cpu, err := proc.ksmdCPU()
+		cpu, err := proc.ksmdCPU(k.ksmd)
 		if err != nil {
 			return nil, was, err
 		}
@@ -276,7 +280,7 @@ func mergePhase(ctx context.Context, cfg Config, env rampEnv, ksm ksmfs, proc pr
 	if k.After, err = ksm.counters(); err != nil {
 		return nil, was, err
 	}
-	cpu, err := proc.ksmdCPU()
+	cpu, err := proc.ksmdCPU(k.ksmd)
 	if err != nil {
 		return nil, was, err
 	}

@@ -222,11 +222,15 @@ func TestKsmdCPU(t *testing.T) {
 	h := newFakeHost(t)
 	h.addProc("1", "init", "5", "5", "1", "10")
 	h.addProc("57", "ksmd", "300", "1200", "3", "0")
-	cpu, err := procfs{h.proc}.ksmdCPU()
+	pid, err := procfs{h.proc}.ksmdPID()
+	if err != nil || pid != 57 {
+		t.Fatalf("ksmd pid %d %v, want 57", pid, err)
+	}
+	cpu, err := procfs{h.proc}.ksmdCPU(pid)
 	if err != nil || cpu != 15*time.Second {
 		t.Errorf("ksmd cpu %v %v", cpu, err)
 	}
-	if _, err := (procfs{t.TempDir()}).ksmdCPU(); err == nil {
+	if _, err := (procfs{t.TempDir()}).ksmdPID(); err == nil {
 		t.Error("ksmd found in an empty /proc")
 	}
 }

@@ -126,9 +126,9 @@ func (k ksmfs) restore(was KSMSettings) error {
 	return errors.Join(errs...)
 }
 
-// ksmdCPU is the CPU time ksmd (the kernel thread that scans and merges)
-// has used since boot.
-func (p procfs) ksmdCPU() (time.Duration, error) {
+// ksmdPID finds ksmd, the kernel thread that scans and merges: a kernel
+// thread keeps its pid until the host reboots, so once is enough.
+func (p procfs) ksmdPID() (int, error) {
 	ents, err := os.ReadDir(p.root)
 	if err != nil {
 		return 0, fmt.Errorf("find ksmd: %w", err)
@@ -139,14 +139,18 @@ func (p procfs) ksmdCPU() (time.Duration, error) {
 			continue
 		}
 		comm, err := os.ReadFile(filepath.Join(p.root, e.Name(), "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != "ksmd" {
-			continue
+		if err == nil && strings.TrimSpace(string(comm)) == "ksmd" {
+			return pid, nil
 		}
-		st, err := p.stat(pid)
-		if err != nil {
-			return 0, fmt.Errorf("ksmd's cpu time: %w", err)
-		}
-		return st.CPU, nil
 	}
 	return 0, errors.New("no ksmd thread in /proc (a kernel without CONFIG_KSM?)")
+}
+
+// ksmdCPU is the CPU time ksmd (pid, from ksmdPID) has used since boot.
+func (p procfs) ksmdCPU(pid int) (time.Duration, error) {
+	st, err := p.stat(pid)
+	if err != nil {
+		return 0, fmt.Errorf("ksmd's cpu time: %w", err)
+	}
+	return st.CPU, nil
 }

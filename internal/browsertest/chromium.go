@@ -2,8 +2,6 @@ package browsertest
 
 import (
 	"bufio"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -163,22 +161,6 @@ func (b *Browser) WaitLine(t *testing.T, re *regexp.Regexp) []string {
 	}
 }
 
-// call sends a command to the browser target, or with session to a page,
-// and returns its result ({"error": …} for a DevTools error).
-func (b *Browser) call(t *testing.T, session, method string, params any) json.RawMessage {
-	t.Helper()
-	var raw json.RawMessage
-	err := b.conn.Call(testutil.WithTimeout(t), session, method, params, &raw)
-	var de *cdp.Error
-	switch {
-	case errors.As(err, &de):
-		raw, _ = json.Marshal(map[string]string{"error": de.Message})
-	case err != nil:
-		t.Fatalf("%v (%s)", err, b.exit())
-	}
-	return raw
-}
-
 // Page is one tab, attached in flat mode.
 type Page struct {
 	b       *Browser
@@ -200,37 +182,20 @@ func (b *Browser) OpenPage(t *testing.T) *Page {
 	return &Page{b: b, session: session}
 }
 
-// Call sends a command to the page and returns its result.
-func (p *Page) Call(t *testing.T, method string, params any) json.RawMessage {
-	t.Helper()
-	return p.b.call(t, p.session, method, params)
-}
-
-// Navigate opens url in the page.
+// Navigate opens url in the page and waits for its load event.
 func (p *Page) Navigate(t *testing.T, url string) {
 	t.Helper()
-	var r struct{ ErrorText, Error string }
-	raw := p.Call(t, "Page.navigate", map[string]any{"url": url})
-	if err := json.Unmarshal(raw, &r); err != nil || r.ErrorText != "" || r.Error != "" {
-		t.Fatalf("navigate to %s: %s %v", url, raw, err)
+	if err := p.b.conn.Navigate(testutil.WithTimeout(t), p.session, url, testutil.ReadyTimeout); err != nil {
+		t.Fatalf("%v (%s)", err, p.b.exit())
 	}
 }
 
-// Eval evaluates a JavaScript expression and returns its value.
-func (p *Page) Eval(t *testing.T, expr string) json.RawMessage {
+// Eval evaluates a JavaScript expression and decodes its value into out.
+func (p *Page) Eval(t *testing.T, expr string, out any) {
 	t.Helper()
-	var r struct {
-		Result struct {
-			Value json.RawMessage
-		}
-		ExceptionDetails json.RawMessage
-		Error            string
+	if err := p.b.conn.Eval(testutil.WithTimeout(t), p.session, expr, out); err != nil {
+		t.Fatalf("%v (%s)", err, p.b.exit())
 	}
-	raw := p.Call(t, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true})
-	if err := json.Unmarshal(raw, &r); err != nil || r.Error != "" || r.ExceptionDetails != nil {
-		t.Fatalf("evaluate %s: %s %v", expr, raw, err)
-	}
-	return r.Result.Value
 }
 
 // WaitEval evaluates expr, a number, until ok accepts it; nothing tells a
@@ -240,9 +205,7 @@ func (p *Page) WaitEval(t *testing.T, what, expr string, ok func(float64) bool) 
 	ctx := testutil.WithTimeout(t)
 	for {
 		var n float64
-		if err := json.Unmarshal(p.Eval(t, expr), &n); err != nil {
-			t.Fatal(err)
-		}
+		p.Eval(t, expr, &n)
 		if ok(n) {
 			return n
 		}

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -77,7 +76,8 @@ func TestLiveViewInChromium(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("%v green pixels before the action", n)
 	}
-	title := strings.Trim(string(p.Eval(t, "document.title")), `"`)
+	var title string
+	p.Eval(t, "document.title", &title)
 	t.Logf("page title %q", title)
 	if got := viewers.Viewers(); got != 1 {
 		t.Errorf("%d viewers while the page is open", got)
@@ -116,15 +116,16 @@ func TestLiveViewInChromium(t *testing.T) {
 		return n == want
 	})
 	var green float64
-	if err := json.Unmarshal(p.Eval(t, greenPixels), &green); err != nil || green < 640*480/100 || green > 640*480*9/10 {
-		t.Errorf("%v green pixels of the plaid (%v): not the two-colour screen the test drew", green, err)
+	if p.Eval(t, greenPixels, &green); green < 640*480/100 || green > 640*480*9/10 {
+		t.Errorf("%v green pixels of the plaid: not the two-colour screen the test drew", green)
 	}
 	t.Logf("checksum %v, %v green pixels; the page got %d bytes in all", want, green, counted.sent.Load())
 	raw.close()
 
 	// View-only: the page sends no input (and the server would drop it).
-	if v := string(p.Eval(t, `new URLSearchParams(location.search).get('view_only')`)); v != `"true"` {
-		t.Errorf("the page is not view-only: view_only=%s", v)
+	var viewOnly *string
+	if p.Eval(t, `new URLSearchParams(location.search).get('view_only')`, &viewOnly); viewOnly == nil || *viewOnly != "true" {
+		t.Errorf("the page is not view-only: view_only=%v", viewOnly)
 	}
 	// The browser gone, so is its viewer.
 	b.Kill()

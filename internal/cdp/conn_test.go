@@ -67,6 +67,9 @@ func tabs(method string, params map[string]any) (any, string, string) {
 		if params["url"] == "http://unreachable.test/" {
 			return map[string]any{"errorText": "net::ERR_NAME_NOT_RESOLVED"}, "", ""
 		}
+		if params["url"] == "http://neverloads.test/" {
+			return map[string]any{"frameId": "F"}, "", ""
+		}
 		return map[string]any{"frameId": "F"}, "", "Page.loadEventFired"
 	case "Runtime.evaluate":
 		v := "title of " + params["expression"].(string)
@@ -159,8 +162,14 @@ func TestTransports(t *testing.T) {
 			if err := c.Navigate(ctx, s, "http://a.test/", time.Minute); err != nil {
 				t.Errorf("Navigate waits for the load event: %v", err)
 			}
-			if err := c.Navigate(ctx, s, "http://unreachable.test/", time.Minute); !errors.Is(err, ErrNavigation) {
-				t.Errorf("Navigate to an unreachable page: %v, want ErrNavigation", err)
+			var nav *NavigationError
+			if err := c.Navigate(ctx, s, "http://unreachable.test/", time.Minute); !errors.As(err, &nav) ||
+				*nav != (NavigationError{URL: "http://unreachable.test/", ErrorText: "net::ERR_NAME_NOT_RESOLVED"}) {
+				t.Errorf("Navigate to an unreachable page: %v, want a NavigationError with Chromium's errorText", err)
+			}
+			if err := c.Navigate(ctx, s, "http://neverloads.test/", time.Millisecond); !errors.As(err, &nav) ||
+				*nav != (NavigationError{URL: "http://neverloads.test/", Timeout: time.Millisecond}) {
+				t.Errorf("Navigate to a page that never loads: %v, want a NavigationError with its timeout", err)
 			}
 			var de *Error
 			if err := c.Call(ctx, "", "No.such", nil, nil); !errors.As(err, &de) || de.Code != -32000 {

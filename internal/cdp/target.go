@@ -3,7 +3,6 @@ package cdp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -64,11 +63,29 @@ func (c *Conn) NewPage(ctx context.Context) (targetID, session string, err error
 	return r.TargetID, s, nil
 }
 
-// ErrNavigation is a page.goto failure: the page stays open, OSWorld logs it.
-var ErrNavigation = errors.New("navigation failed")
+// NavigationError is a page.goto failure: the page stays open, OSWorld logs
+// it. Either Chromium reported a network error (ErrorText) or the load
+// event did not come within Timeout.
+type NavigationError struct {
+	URL string
+	// ErrorText is Chromium's reason for a network error
+	// ("net::ERR_NAME_NOT_RESOLVED"); "" when the load timed out.
+	ErrorText string
+	// Timeout is how long the load event was waited for, when it did not
+	// come.
+	Timeout time.Duration
+}
+
+func (e *NavigationError) Error() string {
+	if e.ErrorText != "" {
+		return fmt.Sprintf("navigation failed: %s: %s", e.URL, e.ErrorText)
+	}
+	return fmt.Sprintf("navigation failed: %s: no load event within %s", e.URL, e.Timeout)
+}
 
 // Navigate is page.goto(url) waiting for the load event: it fails at once on a
-// network error and with a timeout when the load event does not come.
+// network error and with a timeout when the load event does not come, both
+// a *NavigationError.
 func (c *Conn) Navigate(ctx context.Context, session, rawURL string, timeout time.Duration) error {
 	if err := c.Call(ctx, session, "Page.enable", nil, nil); err != nil {
 		return err
@@ -82,7 +99,7 @@ func (c *Conn) Navigate(ctx context.Context, session, rawURL string, timeout tim
 		return err
 	}
 	if nav.ErrorText != "" {
-		return fmt.Errorf("%w: %s: %s", ErrNavigation, rawURL, nav.ErrorText)
+		return &NavigationError{URL: rawURL, ErrorText: nav.ErrorText}
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -90,7 +107,7 @@ func (c *Conn) Navigate(ctx context.Context, session, rawURL string, timeout tim
 	case <-loaded:
 		return nil
 	case <-t.C:
-		return fmt.Errorf("%w: %s: no load event within %s", ErrNavigation, rawURL, timeout)
+		return &NavigationError{URL: rawURL, Timeout: timeout}
 	case <-c.done:
 		return c.Err()
 	case <-ctx.Done():

@@ -99,8 +99,13 @@ Upstream comes from the environment, as for drums compat:
                             modules main.py imports live
 Without them drums bench says so and measures drums alone.
 
-The defaults finish in about 7 minutes on a 2-core machine. The issue's
-sizes: --step-desktops 1,10,50 --step-duration 30s --rounds 3
+How long the defaults take depends on the machine and its load: the
+waits the flags set come to 145 s (--idle 65 s; --density-settle 10 s
+after each of the 6 density steps; --step-duration 5 s for each of the 4
+step loops, 2 without upstream), and bringing up the desktops and their
+applications comes on top.
+
+The issue's sizes: --step-desktops 1,10,50 --step-duration 30s --rounds 3
 (--step-upstream-max 10: drums alone on 50), and
 --parts density --density chromium=150:5,calc=150:5,idle=300:25 --ksm
 (with nothing else on the machine: it fills memory to the floor).

@@ -268,7 +268,7 @@ func runTasksRun(ctx context.Context, cfg tasksRunConfig, s stdio) error {
 		if err := p.Check(); err != nil {
 			return err
 		}
-		judge := &osworld.PythonJudge{Config: &p}
+		judge := &osworld.PythonJudge{Config: &p, Warn: s.err}
 		defer judge.Close()
 		rc.Judge = judge
 	}

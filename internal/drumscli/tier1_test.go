@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -223,4 +224,24 @@ func openPTY(t *testing.T) (ptm, pts *os.File) {
 	}
 	t.Cleanup(func() { pts.Close() })
 	return ptm, pts
+}
+
+// Listing reads: `drums session ls` of a prefix that has no state makes
+// neither its state directory nor the image store.
+func TestTier1ListCreatesNothing(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := t.TempDir()
+	state, images := filepath.Join(dir, "state"), filepath.Join(dir, "images")
+	engine := []string{"--prefix", "zl" + strings.ToLower(rand.Text()[:5]), "--state-dir", state, "--image-dir", images}
+	if r := mainIn(t, append([]string{"session", "ls", "--json"}, engine...)...); r != (result{0, "[]\n", ""}) {
+		t.Errorf("ls --json: %+v", r)
+	}
+	if r := mainIn(t, append([]string{"session", "ls"}, engine...)...); r.status != 0 || !strings.HasPrefix(r.stdout, "ID ") {
+		t.Errorf("ls: %+v", r)
+	}
+	for _, d := range []string{state, images} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("ls made %s: %v", d, err)
+		}
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drums-dev/drums/compat"
 	"github.com/drums-dev/drums/internal/testimage"
 	"github.com/drums-dev/drums/internal/testutil"
 )
@@ -176,14 +177,9 @@ func Start(t *testing.T, o Options) *Cluster {
 	if out, err := c.Kubectl(ctx, "wait", "--for=condition=Ready", "node", "--all", "--timeout="+startTimeout.String()); err != nil {
 		t.Fatalf("nodes not Ready: %v\n%s", err, out)
 	}
-	t.Logf("kubetest: %d node(s) Ready %.1fs after the cluster's start (load %s)", o.Nodes, time.Since(t0).Seconds(), loadavg())
+	t.Logf("kubetest: %d node(s) Ready %.1fs after the cluster's start (load %s)", o.Nodes, time.Since(t0).Seconds(), compat.LoadAverages(3))
 	c.importPause(t, ctx)
 	return c
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
 // addresses picks the run's /16 of 172.16.0.0/12, one no route of the

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drums-dev/drums/compat"
 )
 
 // TestCluster: a two-node cluster runs pods on both nodes, and a Service
@@ -62,7 +64,7 @@ spec:
 	if out, err := c.Kubectl(ctx, "wait", "--for=condition=Ready", "pod/web", "--timeout=3m"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	t.Logf("pod Ready %.1fs after apply", time.Since(t0).Seconds())
+	t.Logf("pod Ready %.1fs after apply (load %s)", time.Since(t0).Seconds(), compat.LoadAverages(3))
 	if out, err := c.Kubectl(ctx, "wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/client", "--timeout=3m"); err != nil {
 		logs, _ := c.Kubectl(ctx, "logs", "client")
 		desc, _ := c.Kubectl(ctx, "describe", "pod")

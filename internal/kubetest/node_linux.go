@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -182,12 +183,16 @@ func (c *Cluster) killNode(n *Node) error {
 
 // killUntilGone SIGKILLs what list returns until it returns nothing
 // (containerd's shims start processes while they die), waiting on each
-// killed process's pidfd for its exit. Bounded: a process that outlives
-// 30 s of kills is an error.
+// killed process's pidfd for its exit. A pid is killed and waited for once
+// a round however often list names it (cgroupPids names a process once per
+// cgroup hierarchy). Bounded: a process that outlives 30 s of kills is an
+// error.
 func killUntilGone(list func() []int) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		pids := list()
+		slices.Sort(pids)
+		pids = slices.Compact(pids)
 		if len(pids) == 0 {
 			return nil
 		}

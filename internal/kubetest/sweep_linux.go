@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -47,11 +48,15 @@ func Sweep() error {
 
 func sweepRun(prefix, dir string) error {
 	var errs []error
-	cgroups := []string{}
+	// The run's node cgroups, each once: a node has one in every
+	// hierarchy, and cgroupPids and removeCgroups cover them all.
+	var cgroups []string
 	for _, h := range cgroupHierarchies() {
 		matches, _ := filepath.Glob(filepath.Join(h, prefix+"n*"))
 		for _, m := range matches {
-			cgroups = append(cgroups, "/"+filepath.Base(m))
+			if cg := "/" + filepath.Base(m); !slices.Contains(cgroups, cg) {
+				cgroups = append(cgroups, cg)
+			}
 		}
 	}
 	errs = append(errs, killUntilGone(func() []int {

@@ -239,12 +239,9 @@ func tokenize(code string) ([]token, bool) {
 			if !ok {
 				return nil, false
 			}
-			v := intV(0)
-			switch n := n.(type) {
-			case int64:
-				v = intV(n)
-			case float64:
-				v = floatV(n)
+			v := intV(n.Int)
+			if n.IsFloat {
+				v = floatV(n.Float)
 			}
 			emit(tNumber, lit, v)
 			i = j

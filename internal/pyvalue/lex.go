@@ -20,29 +20,44 @@ var decimalRE = regexp.MustCompile(`^(?:[1-9](?:_?[0-9])*|0(?:_?0)*)$`)
 // when s does not start with one.
 func LexNumber(s string) string { return numberRE.FindString(s) }
 
-// NumberLiteral is the value of a number literal (LexNumber's): an int64,
-// or a float64 for a literal with a fraction or an exponent. ok is false
-// for what Python's parser rejects (leading zeros) and for an int beyond
-// int64, which no caller needs.
-func NumberLiteral(lit string) (v any, ok bool) {
+// NumberLit is a number literal's value: Python's int (Int) or, for a literal
+// with a fraction or an exponent, its float (Float, IsFloat set).
+type NumberLit struct {
+	Int     int64
+	Float   float64
+	IsFloat bool
+}
+
+// Float64 is the number as a float64.
+func (n NumberLit) Float64() float64 {
+	if n.IsFloat {
+		return n.Float
+	}
+	return float64(n.Int)
+}
+
+// NumberLiteral is the value of a number literal (LexNumber's). ok is
+// false for what Python's parser rejects (leading zeros) and for an int
+// beyond int64, which no caller needs.
+func NumberLiteral(lit string) (n NumberLit, ok bool) {
 	clean := strings.ReplaceAll(lit, "_", "")
 	lower := strings.ToLower(clean)
 	isPrefixed := len(lower) > 1 && lower[0] == '0' && strings.ContainsAny(lower[1:2], "xob")
 	if !isPrefixed && strings.ContainsAny(lower, ".e") {
 		f, err := strconv.ParseFloat(clean, 64)
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			return nil, false
+			return NumberLit{}, false
 		}
-		return f, true // out of range is inf or 0, as in Python
+		return NumberLit{Float: f, IsFloat: true}, true // out of range is inf or 0, as in Python
 	}
 	if !isPrefixed && !decimalRE.MatchString(lit) {
-		return nil, false
+		return NumberLit{}, false
 	}
-	n, err := strconv.ParseInt(clean, 0, 64)
+	i, err := strconv.ParseInt(clean, 0, 64)
 	if err != nil {
-		return nil, false // beyond int64: not ours
+		return NumberLit{}, false // beyond int64: not ours
 	}
-	return n, true
+	return NumberLit{Int: i}, true
 }
 
 // StrLit is a string literal as StringLiteral read it.

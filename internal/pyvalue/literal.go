@@ -103,14 +103,8 @@ func numberToken(tok string) (float64, bool) {
 	if len(tok)-len(lit) > 1 || LexNumber(lit) != lit {
 		return 0, false
 	}
-	v, ok := NumberLiteral(lit)
-	var f float64
-	switch n := v.(type) {
-	case int64:
-		f = float64(n)
-	case float64:
-		f = n
-	}
+	n, ok := NumberLiteral(lit)
+	f := n.Float64()
 	if strings.HasPrefix(tok, "-") {
 		f = -f
 	}

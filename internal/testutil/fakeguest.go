@@ -26,6 +26,7 @@ type FakeGuest struct {
 // FakeRequest is a request a FakeGuest received, its body decoded.
 type FakeRequest struct {
 	Path string
+	Host string // the Host it named
 	Body string
 	JSON map[string]any
 	Form map[string]string
@@ -43,7 +44,7 @@ func NewFakeGuest(t testing.TB) *FakeGuest {
 func (f *FakeGuest) URL() string { return f.srv.URL }
 
 func (f *FakeGuest) serve(w http.ResponseWriter, r *http.Request) {
-	rec := FakeRequest{Path: r.URL.Path, Form: map[string]string{}}
+	rec := FakeRequest{Path: r.URL.Path, Host: r.Host, Form: map[string]string{}}
 	ct := r.Header.Get("Content-Type")
 	switch {
 	case strings.HasPrefix(ct, "multipart/"):

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/drums-dev/drums/internal/ctxtime"
 )
 
 // DefaultSocket is where `drums serve` listens unless told otherwise.
@@ -127,12 +129,8 @@ func (c *Client) Lease(ctx context.Context, req LeaseRequest) (Desktop, error) {
 		}
 		// A kept connection would reach the same daemon again.
 		c.http.CloseIdleConnections()
-		t := time.NewTimer(wait + rand.N(wait/2+1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return d, errors.Join(err, ctx.Err())
-		case <-t.C:
+		if serr := ctxtime.Sleep(ctx, wait+rand.N(wait/2+1)); serr != nil {
+			return d, errors.Join(err, serr)
 		}
 		wait = min(2*wait, c.retry.Max)
 	}

@@ -850,7 +850,9 @@ func getActiveTabInfo(ctx context.Context, e *Env, cfg Getter) (any, error) {
 	}
 	title := ""
 	if err := c.Navigate(ctx, s, u.(string), activeTabLoad); err != nil {
-		if !errors.Is(err, cdp.ErrNavigation) || strings.Contains(err.Error(), ": net::") {
+		// A network error gives nothing, a load that times out a title.
+		var nav *cdp.NavigationError
+		if !errors.As(err, &nav) || nav.ErrorText != "" {
 			return nil, nil
 		}
 		title = "Load timeout"

@@ -247,8 +247,15 @@ const metricTimeout = 2 * time.Minute
 // corpus records from runs (TestMetricCorpus -record).
 type PythonJudge struct {
 	Config *PythonConfig
+	// Warn, when set, is told once that the call log could not be
+	// written: the scores stand.
+	Warn io.Writer
+
 	mu     sync.Mutex
 	w      *Worker
+	calls  *os.File // the call log, opened by the first call
+	broken bool     // the call log failed: calls go unlogged
+	warned bool
 }
 
 // MetricCallsLog is the judge's log of calls in LogDir.
@@ -295,27 +302,56 @@ func (j *PythonJudge) Metric(ctx context.Context, f string, args []any, opts map
 		return MetricAnswer{}, fmt.Errorf("osworld metrics worker answered no metric score (log %s)", j.w.log)
 	}
 	ans := MetricAnswer{Score: a.MetricScore, Raised: a.MetricRaised}
-	return ans, j.logCall(metricCall{Func: f, Args: args, Options: opts, OSWorld: ans})
+	j.logCall(metricCall{Func: f, Args: args, Options: opts, OSWorld: ans})
+	return ans, nil
 }
 
-func (j *PythonJudge) logCall(c metricCall) error {
+// logCall appends c to the call log. The log is a record beside the
+// score, so a failure does not fail the call: it is said once (Warn), a
+// call that cannot be encoded goes unlogged, and a log that cannot be
+// opened or written is given up.
+func (j *PythonJudge) logCall(c metricCall) {
+	if j.broken {
+		return
+	}
 	line, err := json.Marshal(c)
 	if err != nil {
-		return fmt.Errorf("encode the metric call: %w", err)
+		j.warn(fmt.Errorf("encode the metric call of %s: %w", c.Func, err))
+		return
 	}
-	f, err := os.OpenFile(filepath.Join(j.Config.LogDir, MetricCallsLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("metric call log: %w", err)
+	if j.calls == nil {
+		if j.calls, err = os.OpenFile(filepath.Join(j.Config.LogDir, MetricCallsLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			j.broken = true
+			j.warn(fmt.Errorf("metric call log: %w", err))
+			return
+		}
 	}
-	_, err = f.Write(append(line, '\n'))
-	return errors.Join(err, f.Close())
+	if _, err := j.calls.Write(append(line, '\n')); err != nil {
+		j.broken = true
+		j.calls.Close()
+		j.calls = nil
+		j.warn(fmt.Errorf("metric call log: %w", err))
+	}
 }
 
-// Close stops the worker.
+// warn says the first failure of the call log.
+func (j *PythonJudge) warn(err error) {
+	if j.warned || j.Warn == nil {
+		return
+	}
+	j.warned = true
+	fmt.Fprintf(j.Warn, "osworld metrics: %v (the scores stand; calls may go unlogged)\n", err)
+}
+
+// Close stops the worker and closes the call log.
 func (j *PythonJudge) Close() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.closeLocked()
+	if j.calls != nil {
+		j.calls.Close()
+		j.calls = nil
+	}
 }
 
 func (j *PythonJudge) closeLocked() {

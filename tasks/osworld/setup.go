@@ -472,7 +472,8 @@ func (e *Env) chromeOpenTabs(ctx context.Context, urls []string) (string, error)
 			return "", fmt.Errorf("open tab for %s: %w", u, err)
 		}
 		if err := c.Navigate(ctx, session, u, t.PageLoad); err != nil {
-			if !errors.Is(err, cdp.ErrNavigation) {
+			var nav *cdp.NavigationError
+			if !errors.As(err, &nav) {
 				return "", fmt.Errorf("open %s: %w", u, err)
 			}
 			warnings = append(warnings, err.Error())
