@@ -32,6 +32,12 @@ type Engine struct {
 	// children are the inits this process started, each closed once reaped.
 	children map[int]chan struct{}
 	held     map[string]heldClaims // by session id (watch_linux.go)
+	// standbys are the sessions' standbys this process keeps
+	// (standby_linux.go), by session id; launching counts the standbys
+	// being started, and closed stops new ones (Close).
+	standbys  map[string]*standby
+	launching sync.WaitGroup
+	closed    bool
 }
 
 // New checks the host and prepares the prefix's state directory.
@@ -43,7 +49,7 @@ func New(cfg Config) (*Engine, error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("sessions need root (namespaces, mounts, veths, nftables, cgroups): %w", ErrUnsupported)
 	}
-	e := &Engine{cfg: cfg, dir: filepath.Join(cfg.StateDir, cfg.Prefix), log: cfg.Logger, children: map[int]chan struct{}{}, held: map[string]heldClaims{}}
+	e := &Engine{cfg: cfg, dir: filepath.Join(cfg.StateDir, cfg.Prefix), log: cfg.Logger, children: map[int]chan struct{}{}, held: map[string]heldClaims{}, standbys: map[string]*standby{}}
 	if e.facts, err = gatherFacts(cfg); err != nil {
 		return nil, err
 	}
@@ -164,6 +170,7 @@ func (e *Engine) Create(ctx context.Context, req Request) (*Session, error) {
 		return nil, err
 	}
 	e.log.Info("session ready", "id", rec.Session.ID, "address", rec.Session.Address)
+	e.keepStandby(rec.Session.ID, nil)
 	return rec.session(), nil
 }
 
@@ -389,6 +396,7 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 		// A record never written: what exists is named after the slot.
 		rec = &record{Session: Session{ID: id, Slot: slot}}
 	}
+	e.dropStandby(id)
 	if err := e.teardown(ctx, rec); err != nil {
 		return err
 	}

@@ -208,6 +208,9 @@ func (in *initProc) run(args []string, syncF *os.File) error {
 			if err != nil {
 				return err
 			}
+			// A standby (standby_linux.go) waits here, its desktop up
+			// and no network, until a reset takes it.
+			in.send(syncMsg{Type: "up", Millis: in.ms()})
 		}
 	}
 	in.ready.Store(true)

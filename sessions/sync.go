@@ -24,6 +24,9 @@ package sessions
 //	  |                                            |    slot's old veth gone, a reset's old
 //	  |                                            |    desktop cut off: no network before)
 //	  |<--- step {root|net|xvfb|dbus|...} --------|   Xvfb ‖ dbus, then openbox ‖ at-spi ‖ guestd
+//	  |<--- up -----------------------------------|   the stack is up (a standby, which gets
+//	  |                                            |    "net" only when a reset takes it, waits
+//	  |                                            |    here: standby_linux.go)
 //	  |<--- ready {upper_fd, steps} --------------|
 //	  | GET /screenshot until a PNG                |
 //	  | close                                      |   EOF after ready: ignored, init runs on
@@ -33,7 +36,7 @@ package sessions
 //	                                                 the engine removes cgroups, table, record
 //	engine dies before ready:  EOF before ready ---> init exits the same way
 type syncMsg struct {
-	Type string `json:"type"` // go, net, step, ready, error
+	Type string `json:"type"` // go, net, step, up, ready, error
 	Step string `json:"step,omitempty"`
 	// Kind classifies an error: "init" (root, namespaces, network) or
 	// "stack" (a desktop process).
