@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -36,34 +35,6 @@ type standby struct {
 	up  chan struct{} // closed once its stack is up or it failed
 	err error         // why it failed, set before up is closed
 }
-
-// standbySuffix names the second of a session's two incarnations' cgroup
-// directories, upper and work directories and control socket.
-const standbySuffix = ".s"
-
-// otherIncarnation is p under the names of the session's other
-// incarnation.
-func otherIncarnation(p *Plan) *Plan {
-	toggle := func(path string) string {
-		if s, ok := strings.CutSuffix(path, standbySuffix); ok {
-			return s
-		}
-		return path + standbySuffix
-	}
-	q := *p
-	q.Cgroup.Dirs = map[string]string{}
-	for h, d := range p.Cgroup.Dirs {
-		q.Cgroup.Dirs[h] = toggle(d)
-	}
-	q.Root.Control = toggle(p.Root.Control)
-	if p.Root.UpperDir != "" {
-		q.Root.UpperDir, q.Root.WorkDir = toggle(p.Root.UpperDir), toggle(p.Root.WorkDir)
-	}
-	return &q
-}
-
-// cgroupID is the session id a cgroup directory's name belongs to.
-func cgroupID(name string) string { return strings.TrimSuffix(name, standbySuffix) }
 
 // keepStandby starts the next standby of session id in the background
 // when the engine keeps standbys, once after is closed (the previous

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"time"
 
@@ -31,6 +32,11 @@ type SessionsResult struct {
 	Create   compat.Stats  `json:"create"`
 	Reset    compat.Stats  `json:"reset"`
 	Remove   compat.Stats  `json:"remove"`
+	// Standby says the engine kept standbys (Config.Standby): PSS counts
+	// each desktop's standby too, and StandbyResets resets of Reset.N
+	// took one (the others started cold).
+	Standby       bool `json:"standby,omitempty"`
+	StandbyResets int  `json:"standby_resets,omitempty"`
 	// InitSteps are the median times at which a create's init finished
 	// each step, since init started, in the order they finish.
 	InitSteps []sessions.StepTime `json:"init_steps"`
@@ -59,8 +65,8 @@ const cleanupTimeout = 2 * time.Minute
 // ready: guestd answers GET /screenshot with a PNG), lets them all idle,
 // reads their memory, resets each, then removes each, timing every call.
 // Whatever fails, every desktop it made is removed.
-func runSessions(ctx context.Context, eng Engine, steps *sessions.StepLog, proc procfs, n int, image string, idle time.Duration, out io.Writer) (res *SessionsResult, err error) {
-	res = &SessionsResult{Desktops: n, Image: image, Idle: idle}
+func runSessions(ctx context.Context, eng Engine, steps *sessions.StepLog, proc procfs, n int, image string, idle time.Duration, standby bool, out io.Writer) (res *SessionsResult, err error) {
+	res = &SessionsResult{Desktops: n, Image: image, Idle: idle, Standby: standby}
 	res.begin()
 	var live []*sessions.Session
 	defer func() {
@@ -106,14 +112,23 @@ func runSessions(ctx context.Context, eng Engine, steps *sessions.StepLog, proc 
 	}
 	byName := map[string]int64{}
 	for _, s := range live {
-		m, err := proc.memory(s.Plan.Cgroup)
-		if err != nil {
-			return nil, fmt.Errorf("memory of session %s: %w", s.ID, err)
+		cgroups := []sessions.CgroupPlan{s.Plan.Cgroup}
+		if standby {
+			cgroups = append(cgroups, sessions.StandbyCgroup(s.Plan))
 		}
 		var total int64
-		for name, pm := range m {
-			byName[name] += pm.Pss
-			total += pm.Pss
+		for i, c := range cgroups {
+			m, err := proc.memory(c)
+			if i > 0 && errors.Is(err, fs.ErrNotExist) {
+				continue // no standby: it failed (the engine logged why)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("memory of session %s: %w", s.ID, err)
+			}
+			for name, pm := range m {
+				byName[name] += pm.Pss
+				total += pm.Pss
+			}
 		}
 		res.PSS = append(res.PSS, total)
 	}
@@ -137,9 +152,15 @@ func runSessions(ctx context.Context, eng Engine, steps *sessions.StepLog, proc 
 		}
 		reset = append(reset, time.Since(start))
 		live[i] = r
+		if r.Standby {
+			res.StandbyResets++
+		}
 	}
 	res.Reset = compat.NewStats(reset)
 	printStats(out, "reset-to-ready", res.Reset)
+	if standby {
+		fmt.Fprintf(out, "  %d of %d resets took the desktop's standby\n", res.StandbyResets, len(reset))
+	}
 	for len(live) > 0 {
 		start := time.Now()
 		if err := eng.Remove(ctx, live[0].ID); err != nil {

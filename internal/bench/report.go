@@ -145,6 +145,9 @@ func (s *SessionsResult) markdown(b *strings.Builder) {
 	}{{"create-to-ready (guestd answers `GET /screenshot` with a PNG)", s.Create}, {"reset-to-ready, same id and address", s.Reset}, {"remove", s.Remove}} {
 		fmt.Fprintf(b, "| %s | **%s** | %s | %s | %s |\n", row.what, compat.Millis(row.st.Median), compat.Millis(row.st.P95), compat.Millis(row.st.Min), compat.Millis(row.st.Max))
 	}
+	if s.Standby {
+		fmt.Fprintf(b, "\nThe engine kept standbys (`--standby`): every create and reset was followed by the start of the desktop's next incarnation in the background, %d of %d resets took it (the others started cold), and the idle memory below counts each desktop's standby.\n", s.StandbyResets, s.Reset.N)
+	}
 	if len(s.InitSteps) > 0 {
 		b.WriteString("\nInit steps of a create (median ms since init started):")
 		for _, st := range s.InitSteps {
