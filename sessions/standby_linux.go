@@ -119,7 +119,7 @@ func (e *Engine) startStandby(id string) error {
 	rec.Standby = &initRef{PID: inc.pid, Start: inc.start}
 	err = e.writeRecord(rec)
 	if err == nil {
-		err = inc.goAhead()
+		err = inc.goAhead(true)
 	}
 	if err != nil {
 		inc.kill()
@@ -159,7 +159,9 @@ func (e *Engine) watchStandby(id string, sb *standby, began time.Time) {
 			}
 			switch m.Type {
 			case "step":
-				e.log.Debug(stepMessage, "id", id, "standby", true, "step", m.Step, "ms", m.Millis)
+				// Not stepMessage: StepLog's steps are of the desktops
+				// made ready, not of their standbys.
+				e.log.Debug("session standby step", "id", id, "step", m.Step, "ms", m.Millis)
 			case "error":
 				fail(initError(m))
 				return

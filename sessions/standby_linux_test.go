@@ -14,11 +14,11 @@ import (
 // standbyEngine is an engine of the world's prefix that keeps standbys,
 // closed (its standbys killed) at cleanup, after the cleanups of the
 // sessions made through it.
-func standbyEngine(t *testing.T) *Engine {
+func standbyEngine(t *testing.T, upperOnDisk bool) *Engine {
 	t.Helper()
 	w := needWorld(t)
 	cfg := w.config()
-	cfg.Standby = true
+	cfg.Standby, cfg.UpperOnDisk = true, upperOnDisk
 	eng, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -62,8 +62,14 @@ func links(t *testing.T, pid int) []string {
 }
 
 func TestResetStandby(t *testing.T) {
+	for _, onDisk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "upper on tmpfs", true: "upper on disk"}[onDisk], func(t *testing.T) { testResetStandby(t, onDisk) })
+	}
+}
+
+func testResetStandby(t *testing.T, upperOnDisk bool) {
 	w := needWorld(t)
-	eng := standbyEngine(t)
+	eng := standbyEngine(t, upperOnDisk)
 	s := newSessionOf(t, eng, Request{})
 	for round := range 2 { // the second reset takes the first's names back
 		sb := upStandby(t, eng, s.ID)
@@ -103,7 +109,7 @@ func removeClean(t *testing.T, w *testWorld, s *Session, engines ...*Engine) {
 
 func TestResetStandbyDied(t *testing.T) {
 	w := needWorld(t)
-	eng := standbyEngine(t)
+	eng := standbyEngine(t, false)
 	s := newSessionOf(t, eng, Request{})
 	sb := upStandby(t, eng, s.ID)
 	if err := unix.Kill(sb.pid, unix.SIGKILL); err != nil {
@@ -129,7 +135,7 @@ func TestResetStandbyDied(t *testing.T) {
 
 func TestSweepStandbyOfDeadEngine(t *testing.T) {
 	w := needWorld(t)
-	eng := standbyEngine(t)
+	eng := standbyEngine(t, false)
 	s := newSessionOf(t, eng, Request{})
 	sb := upStandby(t, eng, s.ID)
 	// The engine's end of the sync socket is all that ties a standby to

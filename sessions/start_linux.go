@@ -83,7 +83,7 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 	rec.Session.InitPID, rec.InitStart = inc.pid, inc.start
 	err = e.writeRecord(rec)
 	if err == nil {
-		err = inc.goAhead()
+		err = inc.goAhead(false)
 	}
 	if err == nil {
 		err, netReady = e.await(ctx, rec, inc, netReady), nil
@@ -158,14 +158,14 @@ func (e *Engine) spawn(p *Plan, files ...*os.File) (*incarnation, error) {
 }
 
 // goAhead places init in the session's cgroups (v1 has no
-// clone-into-cgroup) and lets it start the desktop.
-func (inc *incarnation) goAhead() error {
+// clone-into-cgroup) and lets it start the desktop, as a standby or not.
+func (inc *incarnation) goAhead(standby bool) error {
 	if inc.plan.Cgroup.Version == 1 {
 		if err := placeCgroup(inc.plan.Cgroup, inc.pid); err != nil {
 			return err
 		}
 	}
-	if err := json.NewEncoder(inc.syncF).Encode(syncMsg{Type: "go"}); err != nil {
+	if err := json.NewEncoder(inc.syncF).Encode(syncMsg{Type: "go", Standby: standby}); err != nil {
 		return fmt.Errorf("send go to init: %w", err)
 	}
 	return nil
