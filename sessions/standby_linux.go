@@ -106,6 +106,11 @@ func (e *Engine) startStandby(id string) error {
 	if err := e.prepare(ctx, p); err != nil {
 		return err
 	}
+	// Until it takes over, its start takes only CPU that the host's
+	// creates and resets (and running desktops) leave.
+	if err := setCPUWeight(p.Cgroup, true); err != nil {
+		return err
+	}
 	if f, err := os.OpenFile(e.LogPath(id), os.O_WRONLY|os.O_APPEND, 0); err == nil {
 		fmt.Fprintf(f, "drums: %s: a standby starts (its output follows, among the running desktop's)\n", time.Now().UTC().Format(time.RFC3339Nano))
 		f.Close()
@@ -220,6 +225,10 @@ func (e *Engine) resetWarm(ctx context.Context, rec *record, sb *standby) (*Sess
 	default:
 	}
 	began := time.Now()
+	if err := setCPUWeight(sb.plan.Cgroup, false); err != nil {
+		sb.kill()
+		return nil, err
+	}
 	oldPID, oldStart := rec.Session.InitPID, rec.InitStart
 	fd, err := killInit(oldPID, oldStart)
 	if err != nil {

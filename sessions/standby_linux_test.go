@@ -81,9 +81,15 @@ func testResetStandby(t *testing.T, upperOnDisk bool) {
 		if rec, err := eng.readRecord(s.ID); err != nil || rec.Standby == nil || rec.Standby.PID != sb.pid {
 			t.Errorf("round %d: the record names standby %+v, want pid %d (%v)", round, rec.Standby, sb.pid, err)
 		}
+		if wt := cpuWeight(t, sb.plan.Cgroup); wt != "2" && wt != "1" {
+			t.Errorf("round %d: the standby's CPU weight %s, want the least", round, wt)
+		}
 		r := resetClean(t, eng, s)
 		if !r.Standby || r.InitPID != sb.pid {
 			t.Errorf("round %d: reset to init %d (standby %v), want the standby %d", round, r.InitPID, r.Standby, sb.pid)
+		}
+		if wt := cpuWeight(t, r.Plan.Cgroup); wt != "1024" && wt != "100" {
+			t.Errorf("round %d: the CPU weight after the reset %s, want the default", round, wt)
 		}
 		s = r
 	}
@@ -177,4 +183,18 @@ func standbyCgroups(w *testWorld, s *Session) []string {
 		}
 	}
 	return out
+}
+
+// cpuWeight reads a cgroup's CPU weight (v1 cpu.shares, v2 cpu.weight).
+func cpuWeight(t *testing.T, c CgroupPlan) string {
+	t.Helper()
+	file := "cpu.shares"
+	if c.Version == 2 {
+		file = "cpu.weight"
+	}
+	b, err := os.ReadFile(filepath.Join(c.dir("cpu"), file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }
