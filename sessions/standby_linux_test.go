@@ -113,6 +113,28 @@ func removeClean(t *testing.T, w *testWorld, s *Session, engines ...*Engine) {
 	}
 }
 
+func TestResetStandbyStarting(t *testing.T) {
+	w := needWorld(t)
+	eng := standbyEngine(t, false)
+	s := newSessionOf(t, eng, Request{})
+	// Started, most likely not up yet: the reset waits for it.
+	eng.launching.Wait()
+	rctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	r, err := eng.Reset(rctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Standby {
+		t.Errorf("a reset while the standby started went cold: %+v", r)
+	}
+	if err := answers(r); err != nil {
+		t.Error(err)
+	}
+	upStandby(t, eng, s.ID)
+	removeClean(t, w, r, eng)
+}
+
 func TestResetStandbyDied(t *testing.T) {
 	w := needWorld(t)
 	eng := standbyEngine(t, false)
