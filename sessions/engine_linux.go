@@ -396,8 +396,10 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 		// A record never written: what exists is named after the slot.
 		rec = &record{Session: Session{ID: id, Slot: slot}}
 	}
-	e.dropStandby(id)
-	if err := e.teardown(ctx, rec); err != nil {
+	standbyGone := e.dropStandby(id)
+	err = e.teardown(ctx, rec)
+	standbyGone()
+	if err != nil {
 		return err
 	}
 	if err := removeDir(dir); err != nil {

@@ -193,11 +193,15 @@ func (e *Engine) takeStandby(id string) *standby {
 }
 
 // dropStandby kills session id's standby, if this engine keeps one, and
-// waits until it is gone.
-func (e *Engine) dropStandby(id string) {
-	if sb := e.takeStandby(id); sb != nil {
-		sb.kill()
+// returns a wait until it is gone: its desktop dies while the caller goes
+// on (a remove's teardown of the running one).
+func (e *Engine) dropStandby(id string) (wait func()) {
+	sb := e.takeStandby(id)
+	if sb == nil {
+		return func() {}
 	}
+	sb.proc.Kill()
+	return sb.kill
 }
 
 // resetWarm resets the session of rec, locked and marked resetting, to
