@@ -34,8 +34,10 @@ type Engine struct {
 	held     map[string]heldClaims // by session id (watch_linux.go)
 	// standbys are the sessions' standbys this process keeps
 	// (standby_linux.go), by session id; launching counts the standbys
-	// being started, and closed stops new ones (Close).
+	// being started, starting has each one's channel, closed once it is
+	// started or not, and closed stops new ones (Close).
 	standbys  map[string]*standby
+	starting  map[string]chan struct{}
 	launching sync.WaitGroup
 	closed    bool
 }
@@ -49,7 +51,7 @@ func New(cfg Config) (*Engine, error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("sessions need root (namespaces, mounts, veths, nftables, cgroups): %w", ErrUnsupported)
 	}
-	e := &Engine{cfg: cfg, dir: filepath.Join(cfg.StateDir, cfg.Prefix), log: cfg.Logger, children: map[int]chan struct{}{}, held: map[string]heldClaims{}, standbys: map[string]*standby{}}
+	e := &Engine{cfg: cfg, dir: filepath.Join(cfg.StateDir, cfg.Prefix), log: cfg.Logger, children: map[int]chan struct{}{}, held: map[string]heldClaims{}, standbys: map[string]*standby{}, starting: map[string]chan struct{}{}}
 	if e.facts, err = gatherFacts(cfg); err != nil {
 		return nil, err
 	}

@@ -49,8 +49,18 @@ func (e *Engine) keepStandby(id string, after <-chan struct{}) {
 		return
 	}
 	e.launching.Add(1)
+	started := make(chan struct{})
+	e.starting[id] = started
 	go func() {
 		defer e.launching.Done()
+		defer func() {
+			e.mu.Lock()
+			if e.starting[id] == started {
+				delete(e.starting, id)
+			}
+			e.mu.Unlock()
+			close(started)
+		}()
 		if after != nil {
 			<-after
 		}
@@ -155,8 +165,14 @@ func (e *Engine) watchStandby(id string, sb *standby, began time.Time) {
 		sb.proc.Kill()
 		e.log.Warn("session standby failed", "id", id, "err", err)
 	}
+	// One that hangs is given up as a create would be.
+	late := time.NewTimer(e.cfg.ReadyTimeout)
+	defer late.Stop()
 	for {
 		select {
+		case <-late.C:
+			fail(fmt.Errorf("not up after %s: %w", e.cfg.ReadyTimeout, ErrStack))
+			return
 		case m, ok := <-sb.msgs:
 			if !ok {
 				fail(fmt.Errorf("init exited before its stack was up: %w%s", ErrInit, e.logTail(id)))
@@ -179,6 +195,34 @@ func (e *Engine) watchStandby(id string, sb *standby, began time.Time) {
 			fail(fmt.Errorf("init exited before its stack was up: %w%s", ErrInit, e.logTail(id)))
 			return
 		}
+	}
+}
+
+// WaitStandby waits until session id's standby (Config.Standby) is up, so
+// that its next reset takes it. It fails when the engine keeps no standby
+// for the session or the standby failed.
+func (e *Engine) WaitStandby(ctx context.Context, id string) error {
+	e.mu.Lock()
+	started := e.starting[id]
+	e.mu.Unlock()
+	if started != nil {
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	e.mu.Lock()
+	sb := e.standbys[id]
+	e.mu.Unlock()
+	if sb == nil {
+		return fmt.Errorf("session %s has no standby: %w", id, ErrNotReady)
+	}
+	select {
+	case <-sb.up:
+		return sb.err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -212,11 +256,18 @@ func (e *Engine) dropStandby(id string) (wait func()) {
 // caller resets cold.
 func (e *Engine) resetWarm(ctx context.Context, rec *record, sb *standby) (*Session, error) {
 	id := rec.Session.ID
+	// A standby still starting is waited for up to half of what is left
+	// of the reset's time: the other half is a cold start's.
+	wait, cancel := ctx, func() {}
+	if dl, ok := ctx.Deadline(); ok {
+		wait, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
+	}
+	defer cancel()
 	select {
 	case <-sb.up:
-	case <-ctx.Done():
+	case <-wait.Done():
 		sb.kill()
-		return nil, fmt.Errorf("wait for the standby: %w", ctx.Err())
+		return nil, fmt.Errorf("wait for the standby: %w", wait.Err())
 	}
 	if sb.err != nil {
 		sb.kill()

@@ -31,18 +31,14 @@ func standbyEngine(t *testing.T, upperOnDisk bool) *Engine {
 // create or reset is up, and returns it.
 func upStandby(t *testing.T, eng *Engine, id string) *standby {
 	t.Helper()
-	eng.launching.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if err := eng.WaitStandby(ctx, id); err != nil {
+		t.Fatal(err)
+	}
 	eng.mu.Lock()
-	sb := eng.standbys[id]
-	eng.mu.Unlock()
-	if sb == nil {
-		t.Fatalf("no standby of %s", id)
-	}
-	<-sb.up
-	if sb.err != nil {
-		t.Fatalf("standby of %s: %v", id, sb.err)
-	}
-	return sb
+	defer eng.mu.Unlock()
+	return eng.standbys[id]
 }
 
 // links lists the network interfaces of a process's network namespace.

@@ -56,6 +56,13 @@ func (e *fakeEngine) Reset(_ context.Context, id string) (*sessions.Session, err
 	return &sessions.Session{ID: id, Plan: &sessions.Plan{Cgroup: e.h.cgroup}, Standby: e.standby}, nil
 }
 
+func (e *fakeEngine) WaitStandby(context.Context, string) error {
+	if !e.standby {
+		return errors.New("no standby")
+	}
+	return nil
+}
+
 // Exec runs nothing: the parts over the fake engine run no command in a
 // desktop.
 func (e *fakeEngine) Exec(context.Context, string, []string, sessions.ExecOptions) (sessions.ExecResult, error) {
@@ -112,7 +119,8 @@ func TestRunSessions(t *testing.T) {
 	if res, err = runSessions(context.Background(), e, steps, procfs{e.h.proc}, 2, "core", 0, true, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(res.PSS, []int64{28672, 28672}) || res.StandbyResets != 2 || !strings.Contains(out.String(), "2 of 2 resets took the desktop's standby") {
+	if !slices.Equal(res.PSS, []int64{28672, 28672}) || res.StandbyResets != 2 || res.SpacedReset == nil || res.SpacedReset.N != 2 ||
+		!strings.Contains(out.String(), "2 of 2 resets took the desktop's standby") || !strings.Contains(out.String(), "reset, spaced    n=2 ") {
 		t.Errorf("with standbys: pss %v, %d standby resets, output:\n%s", res.PSS, res.StandbyResets, out.String())
 	}
 
