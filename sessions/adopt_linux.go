@@ -35,6 +35,7 @@ func (e *Engine) Adopt(ctx context.Context) ([]*Session, error) {
 				e.hold(rec.Plan, takeClaim(rec.Session.InitPID, rec.InitStart, fdClaim, claimPath(AddrClaimDir, addrKey(rec.Plan.Net.Address))),
 					takeClaim(rec.Session.InitPID, rec.InitStart, fdIDClaim, claimPath(IDClaimDir, idKey(rec.Plan.IDs.Host))))
 				lk.unlock()
+				e.keepStandby(id, nil)
 				out = append(out, rec.session())
 				continue
 			}

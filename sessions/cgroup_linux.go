@@ -181,6 +181,18 @@ func writeFiles(dir string, files map[string]string) error {
 	return nil
 }
 
+// setCPUWeight gives the session's cgroup the least CPU weight (v1
+// cpu.shares 2, v2 cpu.weight 1), or back the kernel's default (1024,
+// 100), which setupCgroup leaves: a standby starts on the CPU that nothing
+// else wants, and takes its share once it is the session.
+func setCPUWeight(p CgroupPlan, least bool) error {
+	file, v := "cpu.shares", map[bool]string{true: "2", false: "1024"}[least]
+	if p.Version == 2 {
+		file, v = "cpu.weight", map[bool]string{true: "1", false: "100"}[least]
+	}
+	return writeFiles(p.dir("cpu"), map[string]string{file: v})
+}
+
 // placeCgroup moves pid (init, before it forks) into the session's cgroup
 // in every v1 hierarchy; v1 has no clone-into-cgroup.
 func placeCgroup(p CgroupPlan, pid int) error {

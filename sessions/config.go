@@ -98,7 +98,15 @@ type Config struct {
 	// that takes longer is abandoned and the session thawed. A freeze whose
 	// maker died is thawed by whoever next takes the session's lock.
 	FreezeLimit time.Duration
-	Logger      *slog.Logger
+	// Standby keeps, for every session this engine made ready (created,
+	// reset or adopted), its next incarnation started ahead: an init and
+	// desktop of the same plan, up but with no network, which the
+	// session's next reset takes over instead of starting one (the
+	// stack's start is most of a reset). For a process that keeps its
+	// engine (the daemon). Off by default: every session then holds about
+	// twice its idle memory.
+	Standby bool
+	Logger  *slog.Logger
 }
 
 // Defaults.

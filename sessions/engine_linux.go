@@ -34,6 +34,14 @@ type Engine struct {
 	// children are the inits this process started, each closed once reaped.
 	children map[int]chan struct{}
 	held     map[string]heldClaims // by session id (watch_linux.go)
+	// standbys are the sessions' standbys this process keeps
+	// (standby_linux.go), by session id; launching counts the standbys
+	// being started, starting has each one's channel, closed once it is
+	// started or not, and closed stops new ones (Close).
+	standbys  map[string]*standby
+	starting  map[string]chan struct{}
+	launching sync.WaitGroup
+	closed    bool
 }
 
 // New checks the host. It creates nothing: the prefix's state directory is
@@ -48,7 +56,7 @@ func New(cfg Config) (*Engine, error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("sessions need root (namespaces, mounts, veths, nftables, cgroups): %w", ErrUnsupported)
 	}
-	e := &Engine{cfg: cfg, dir: filepath.Join(cfg.StateDir, cfg.Prefix), log: cfg.Logger, children: map[int]chan struct{}{}, held: map[string]heldClaims{}}
+	e := &Engine{cfg: cfg, dir: filepath.Join(cfg.StateDir, cfg.Prefix), log: cfg.Logger, children: map[int]chan struct{}{}, held: map[string]heldClaims{}, standbys: map[string]*standby{}, starting: map[string]chan struct{}{}}
 	if e.facts, err = gatherFacts(cfg); err != nil {
 		return nil, err
 	}
@@ -188,6 +196,7 @@ func (e *Engine) Create(ctx context.Context, req Request) (*Session, error) {
 		return nil, err
 	}
 	e.log.Info("session ready", "id", rec.Session.ID, "address", rec.Session.Address)
+	e.keepStandby(rec.Session.ID, nil)
 	return rec.session(), nil
 }
 
@@ -417,7 +426,10 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 		// A record never written: what exists is named after the slot.
 		rec = &record{Session: Session{ID: id, Slot: slot}}
 	}
-	if err := e.teardown(ctx, rec); err != nil {
+	standbyGone := e.dropStandby(id)
+	err = e.teardown(ctx, rec)
+	standbyGone()
+	if err != nil {
 		return err
 	}
 	if err := removeDir(dir); err != nil {

@@ -153,6 +153,7 @@ func (in *initProc) run(args []string, syncF *os.File) error {
 	if err := dec.Decode(&msg); err != nil || msg.Type != "go" {
 		return fmt.Errorf("wait for the engine's go (got %+v): %v", msg, err)
 	}
+	standby := msg.Standby
 	// From here the engine only says "net" (the slot's network is free);
 	// if it goes away before the session is ready, nobody will use or
 	// remove the session: stop.
@@ -208,6 +209,14 @@ func (in *initProc) run(args []string, syncF *os.File) error {
 			if err != nil {
 				return err
 			}
+			// A standby (standby_linux.go) waits here, its desktop up
+			// and no network, until a reset takes it.
+			if standby {
+				if err := warmGuest(ctx, p.GuestPort); err != nil {
+					return err
+				}
+			}
+			in.send(syncMsg{Type: "up", Millis: in.ms()})
 		}
 	}
 	in.ready.Store(true)

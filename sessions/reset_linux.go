@@ -16,7 +16,10 @@ import (
 // namespace), every host socket connected or connecting to it is destroyed,
 // and a new init brings the desktop up from the same plan. A request made
 // before the reset can never act on the desktop after it: its connection
-// died with the old namespace or was destroyed.
+// died with the old namespace or was destroyed. With Config.Standby, a
+// reset that finds the session's standby takes it over instead of starting
+// a new init (resetWarm; Session.Standby says so); one whose standby is
+// still starting waits for it; without a usable one it starts cold.
 func (e *Engine) Reset(ctx context.Context, id string) (*Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.ReadyTimeout)
 	defer cancel()
@@ -43,6 +46,14 @@ func (e *Engine) Reset(ctx context.Context, id string) (*Session, error) {
 	if err := e.writeRecord(rec); err != nil {
 		return nil, err
 	}
+	if sb := e.takeStandby(id); sb != nil {
+		s, err := e.resetWarm(ctx, rec, sb)
+		if err == nil {
+			e.log.Info("session reset", "id", id, "resets", s.Resets, "standby", true)
+			return s, nil
+		}
+		e.log.Warn("session reset without its standby", "id", id, "err", err)
+	}
 	// The old desktop is killed, then cut off (its veth deleted, every host
 	// socket to it destroyed) while the new one starts, before the new init
 	// makes its network (start's clear): until then nothing reaches the new
@@ -63,20 +74,6 @@ func (e *Engine) Reset(ctx context.Context, id string) (*Session, error) {
 		heldIDs = takeClaim(oldPID, rec.InitStart, fdIDClaim, claimPath(IDClaimDir, ids))
 	}
 	fd, err := killInit(oldPID, rec.InitStart)
-	n := rec.Plan.Net
-	cutOff := func() error {
-		began := time.Now()
-		defer func() { e.log.Debug("session reset cut off", "id", id, "ms", ms(time.Since(began))) }()
-		socks := make(chan error, 1)
-		go func() { socks <- destroySockets(n.Address.Addr()) }()
-		err := deleteLink(n.HostVeth)
-		serr := <-socks
-		if errors.Is(serr, errNoSockDestroy) {
-			e.log.Warn("reset cannot cut pending connections", "id", id, "err", serr)
-			serr = nil
-		}
-		return errors.Join(err, serr)
-	}
 	old := make(chan error, 1)
 	oldGone := make(chan struct{})
 	if fd < 0 {
@@ -103,7 +100,7 @@ func (e *Engine) Reset(ctx context.Context, id string) (*Session, error) {
 	if err == nil {
 		rec.Session.Resets++
 		rec.claim, rec.idClaim, held, heldIDs = held, heldIDs, nil, nil
-		err = e.start(ctx, rec, cutOff)
+		err = e.start(ctx, rec, func() error { return e.cutOff(id, rec.Plan.Net) })
 	}
 	for _, f := range []*os.File{held, heldIDs} {
 		if f != nil {
@@ -116,6 +113,23 @@ func (e *Engine) Reset(ctx context.Context, id string) (*Session, error) {
 		rec.Session.State, rec.Session.Reason = StateFailed, err.Error()
 		return nil, errors.Join(err, e.writeRecord(rec))
 	}
-	e.log.Info("session reset", "id", id, "resets", rec.Session.Resets)
+	e.log.Info("session reset", "id", id, "resets", rec.Session.Resets, "standby", false)
+	e.keepStandby(id, nil)
 	return rec.session(), nil
+}
+
+// cutOff cuts a session's old desktop off in a reset: its host veth
+// deleted, every host socket to its address destroyed.
+func (e *Engine) cutOff(id string, n NetPlan) error {
+	began := time.Now()
+	defer func() { e.log.Debug("session reset cut off", "id", id, "ms", ms(time.Since(began))) }()
+	socks := make(chan error, 1)
+	go func() { socks <- destroySockets(n.Address.Addr()) }()
+	err := deleteLink(n.HostVeth)
+	serr := <-socks
+	if errors.Is(serr, errNoSockDestroy) {
+		e.log.Warn("reset cannot cut pending connections", "id", id, "err", serr)
+		serr = nil
+	}
+	return errors.Join(err, serr)
 }

@@ -307,11 +307,21 @@ func TestKillOneLeavesOther(t *testing.T) {
 func TestReset(t *testing.T) {
 	w := needWorld(t)
 	s := newSession(t, Request{})
-	mustRun(t, s, "root", "echo x > /etc/episode; echo x > /home/user/Desktop/episode; echo x > /tmp/episode; rm /home/user/.profile")
+	if r := resetClean(t, w.eng, s); r.Standby {
+		t.Errorf("a reset of an engine without standbys says it took one: %+v", r)
+	}
+}
+
+// resetClean resets s through eng and checks that the new desktop is
+// clean: files and processes of before are gone, the address is the same,
+// and a connection made before can never reach it.
+func resetClean(t *testing.T, eng *Engine, s *Session) *Session {
+	t.Helper()
+	mustRunOn(t, eng, s, "root", "echo x > /etc/episode; echo x > /home/user/Desktop/episode; echo x > /tmp/episode; rm /home/user/.profile")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go w.eng.Exec(ctx, s.ID, []string{"sleep", "8888"}, ExecOptions{})
-	waitFor(t, func() bool { out, _ := run(t, s, "", "pgrep -x sleep"); return out != "" })
+	go eng.Exec(ctx, s.ID, []string{"sleep", "8888"}, ExecOptions{})
+	waitFor(t, func() bool { out, _ := runOn(t, eng, s, "", "pgrep -x sleep"); return out != "" })
 
 	// A request begun before the reset: connected, half sent.
 	conn, err := net.Dial("tcp", net.JoinHostPort(s.Address, strconv.Itoa(s.GuestPort)))
@@ -325,14 +335,14 @@ func TestReset(t *testing.T) {
 
 	rctx, rcancel := context.WithTimeout(context.Background(), opTimeout)
 	defer rcancel()
-	r, err := w.eng.Reset(rctx, s.ID)
+	r, err := eng.Reset(rctx, s.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.ID != s.ID || r.Address != s.Address || r.Resets != 1 || r.InitPID == s.InitPID || r.State != StateReady {
+	if r.ID != s.ID || r.Address != s.Address || r.Resets != s.Resets+1 || r.InitPID == s.InitPID || r.State != StateReady {
 		t.Errorf("after reset %+v (before %+v)", r, s)
 	}
-	out, _ := run(t, r, "root", "ls /etc/episode /home/user/Desktop/episode /tmp/episode 2>&1 | grep -c 'No such'; test -e /home/user/.profile && echo profile; pgrep -x sleep || echo no-sleep")
+	out, _ := runOn(t, eng, r, "root", "ls /etc/episode /home/user/Desktop/episode /tmp/episode 2>&1 | grep -c 'No such'; test -e /home/user/.profile && echo profile; pgrep -x sleep || echo no-sleep")
 	if out != "3\nprofile\nno-sleep\n" {
 		t.Errorf("after reset the last episode shows:\n%s", out)
 	}
@@ -346,6 +356,7 @@ func TestReset(t *testing.T) {
 	if err := answers(r); err != nil {
 		t.Error(err)
 	}
+	return r
 }
 
 func TestSaveUpperAndSnapshot(t *testing.T) {

@@ -70,44 +70,77 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 			return prepared(err)
 		}
 	}
-	if err := e.setupCgroup(ctx, p.Cgroup); err != nil {
+	if err := e.prepare(ctx, p); err != nil {
 		return prepared(err)
-	}
-	if p.Root.UpperDir != "" {
-		for _, d := range []string{p.Root.UpperDir, p.Root.WorkDir} {
-			if err := removeDir(d); err != nil {
-				return prepared(err)
-			}
-			if err := os.Mkdir(d, 0o755); err != nil {
-				return prepared(fmt.Errorf("create %s: %w", d, err))
-			}
-		}
 	}
 	os.Remove(filepath.Join(p.Root.SessionDir, exitFile))
 	e.log.Debug("session host state", "id", p.ID, "ms", ms(time.Since(began)))
 
-	cmd, syncF, err := e.launch(p, claim, idClaim, hold)
+	inc, err := e.spawn(p, claim, idClaim, hold)
 	if err != nil {
 		return prepared(err)
 	}
-	defer syncF.Close()
-	pid := cmd.Process.Pid
-	done := e.reap(cmd)
-	fail := func(err error) error {
-		cmd.Process.Kill()
-		<-done
+	rec.Session.InitPID, rec.InitStart = inc.pid, inc.start
+	err = e.writeRecord(rec)
+	if err == nil {
+		err = inc.goAhead(false)
+	}
+	if err == nil {
+		err, netReady = e.await(ctx, rec, inc, netReady), nil
+	}
+	if err == nil {
+		rec.Session.State, rec.Session.Reason, rec.Session.Standby = StateReady, "", false
+		err = e.writeRecord(rec)
+	}
+	if err != nil {
+		inc.kill()
 		return fmt.Errorf("session %s: %w%s", p.ID, prepared(err), e.logTail(p.ID))
 	}
-	start, _ := procStart(pid)
-	rec.Session.InitPID, rec.InitStart = pid, start
-	if err := e.writeRecord(rec); err != nil {
-		return fail(err)
+	e.hold(p, claim, idClaim)
+	kept = true
+	return nil
+}
+
+// prepare makes the host state an init of p needs before it starts: the
+// session's cgroups with their limits, an empty upper layer when it is on
+// disk.
+func (e *Engine) prepare(ctx context.Context, p *Plan) error {
+	if err := e.setupCgroup(ctx, p.Cgroup); err != nil {
+		return err
 	}
-	if p.Cgroup.Version == 1 {
-		if err := placeCgroup(p.Cgroup, pid); err != nil {
-			return fail(err)
+	if p.Root.UpperDir != "" {
+		for _, d := range []string{p.Root.UpperDir, p.Root.WorkDir} {
+			if err := removeDir(d); err != nil {
+				return err
+			}
+			if err := os.Mkdir(d, 0o755); err != nil {
+				return fmt.Errorf("create %s: %w", d, err)
+			}
 		}
 	}
+	return nil
+}
+
+// incarnation is an init this process started for a session, and what
+// it says on its sync socket.
+type incarnation struct {
+	plan  *Plan
+	proc  *os.Process
+	pid   int
+	start uint64 // procStart
+	syncF *os.File
+	msgs  <-chan syncMsg // closed at the sync socket's end
+	done  chan struct{}  // closed once reaped
+}
+
+// spawn starts an init of p (launch) and reads its messages.
+func (e *Engine) spawn(p *Plan, files ...*os.File) (*incarnation, error) {
+	cmd, syncF, err := e.launch(p, files...)
+	if err != nil {
+		return nil, err
+	}
+	inc := &incarnation{plan: p, proc: cmd.Process, pid: cmd.Process.Pid, syncF: syncF, done: e.reap(cmd)}
+	inc.start, _ = procStart(inc.pid)
 	msgs := make(chan syncMsg, 16)
 	go func() {
 		defer close(msgs)
@@ -120,9 +153,43 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 			msgs <- m
 		}
 	}()
-	if err := json.NewEncoder(syncF).Encode(syncMsg{Type: "go"}); err != nil {
-		return fail(fmt.Errorf("send go to init: %w", err))
+	inc.msgs = msgs
+	return inc, nil
+}
+
+// goAhead places init in the session's cgroups (v1 has no
+// clone-into-cgroup) and lets it start the desktop, as a standby or not.
+func (inc *incarnation) goAhead(standby bool) error {
+	if inc.plan.Cgroup.Version == 1 {
+		if err := placeCgroup(inc.plan.Cgroup, inc.pid); err != nil {
+			return err
+		}
 	}
+	if err := json.NewEncoder(inc.syncF).Encode(syncMsg{Type: "go", Standby: standby}); err != nil {
+		return fmt.Errorf("send go to init: %w", err)
+	}
+	return nil
+}
+
+// kill kills init and waits until it is reaped.
+func (inc *incarnation) kill() {
+	inc.proc.Kill()
+	<-inc.done
+	inc.syncF.Close()
+}
+
+// await sends init "net" once netReady says the slot's network is ready
+// for it, and waits until init says the session is ready and guestd
+// answers GET /screenshot. It returns only after netReady has been
+// received, whatever happened: the caller's teardown must not race the
+// table's install or the slot's clearing.
+func (e *Engine) await(ctx context.Context, rec *record, inc *incarnation, netReady <-chan error) (err error) {
+	defer func() {
+		if netReady != nil {
+			err = errors.Join(err, <-netReady)
+		}
+	}()
+	p := inc.plan
 	// guestd is probed as soon as init says it listens, while the rest of
 	// the stack (the window manager, the accessibility bus) comes up.
 	guest := netip.AddrPortFrom(p.Net.Address.Addr(), uint16(p.GuestPort))
@@ -132,15 +199,16 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 	startProbe := sync.OnceFunc(func() {
 		go func() { probed <- probeGuest(probeCtx, guest) }()
 	})
+	msgs := inc.msgs
 	for ready, answered := false, false; !ready || !answered; {
 		select {
 		case err := <-netReady:
 			netReady = nil
 			if err != nil {
-				return fail(err)
+				return err
 			}
-			if err := json.NewEncoder(syncF).Encode(syncMsg{Type: "net"}); err != nil {
-				return fail(fmt.Errorf("send net to init: %w", err))
+			if err := json.NewEncoder(inc.syncF).Encode(syncMsg{Type: "net"}); err != nil {
+				return fmt.Errorf("send net to init: %w", err)
 			}
 		case m, ok := <-msgs:
 			if !ok {
@@ -148,7 +216,7 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 					msgs = nil // init closed the sync socket after "ready"
 					continue
 				}
-				return fail(fmt.Errorf("init exited before the session was ready: %w", ErrInit))
+				return fmt.Errorf("init exited before the session was ready: %w", ErrInit)
 			}
 			switch m.Type {
 			case "step":
@@ -157,11 +225,7 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 					startProbe()
 				}
 			case "error":
-				kind := ErrInit
-				if m.Kind == "stack" {
-					kind = ErrStack
-				}
-				return fail(fmt.Errorf("%s: %w", m.Message, kind))
+				return initError(m)
 			case "ready":
 				rec.UpperFD = m.UpperFD
 				ready = true
@@ -169,23 +233,26 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 			}
 		case err := <-probed:
 			if err != nil {
-				return fail(fmt.Errorf("%w: %w", err, ErrStack))
+				return fmt.Errorf("%w: %w", err, ErrStack)
 			}
 			answered = true
-		case <-done:
-			return fail(fmt.Errorf("init exited before the session was ready: %w", ErrInit))
+		case <-inc.done:
+			return fmt.Errorf("init exited before the session was ready: %w", ErrInit)
 		case <-ctx.Done():
-			return fail(fmt.Errorf("wait for init: %w", ctx.Err()))
+			return fmt.Errorf("wait for init: %w", ctx.Err())
 		}
 	}
-	syncF.Close()
-	rec.Session.State, rec.Session.Reason = StateReady, ""
-	if err := e.writeRecord(rec); err != nil {
-		return fail(err)
-	}
-	e.hold(p, claim, idClaim)
-	kept = true
+	inc.syncF.Close()
 	return nil
+}
+
+// initError is the error an init's "error" message reports.
+func initError(m syncMsg) error {
+	kind := ErrInit
+	if m.Kind == "stack" {
+		kind = ErrStack
+	}
+	return fmt.Errorf("%s: %w", m.Message, kind)
 }
 
 // installTable installs the session's nftables table unless it is in

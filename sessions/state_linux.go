@@ -37,10 +37,20 @@ type record struct {
 	// process that reused its pid.
 	InitStart uint64 `json:"init_start"`
 	UpperFD   int    `json:"upper_fd"`
+	// Standby is the session's standby init (standby_linux.go), if one
+	// was started: whoever removes the session kills it too.
+	Standby *initRef `json:"standby,omitempty"`
 	// claim and idClaim are the session's address and id claims between
 	// its allocation (or a reset's reclaim) and the start of the init
 	// that inherits them.
 	claim, idClaim *os.File
+}
+
+// initRef names an init: its pid, and its start time to tell it from a
+// process that reused the pid.
+type initRef struct {
+	PID   int    `json:"pid"`
+	Start uint64 `json:"start"`
 }
 
 func (e *Engine) sessionsDir() string         { return filepath.Join(e.dir, "sessions") }

@@ -115,6 +115,9 @@ func (e *Engine) teardown(ctx context.Context, rec *record) error {
 	// v1's freezer): thaw it after the kill.
 	errs = append(errs, e.stopInit(ctx, rec.Session.InitPID, rec.InitStart,
 		func() error { return deleteLink(veth) }, func() error { return e.thawOrphan(ctx, rec) }))
+	if rec.Standby != nil { // another process's standby (this one's was dropped)
+		errs = append(errs, e.stopInit(ctx, rec.Standby.PID, rec.Standby.Start))
+	}
 	if !recorded {
 		// The record names no running init: its creator may have died
 		// between starting one and recording it. Find it by command line.
@@ -156,7 +159,8 @@ func (e *Engine) teardownSlot(ctx context.Context, slot int, id string) error {
 	} else {
 		errs = append(errs, deleteTable(nft, tableName(e.cfg.Prefix, slot)))
 	}
-	errs = append(errs, removeCgroup(ctx, e.facts.cgroups.plan(id, Limits{})))
+	cg := e.facts.cgroups.plan(id, Limits{})
+	errs = append(errs, removeCgroup(ctx, cg), removeCgroup(ctx, otherIncarnation(&Plan{Cgroup: cg}).Cgroup))
 	return errors.Join(errs...)
 }
 

@@ -43,6 +43,7 @@ func (e *Engine) Sweep(ctx context.Context) (SweepReport, error) {
 		if err == nil && rec.Session.State == StateReady && rec.initAlive() {
 			liveIDs[id], liveSlots[slot] = true, true
 			errs = append(errs, e.thawOrphan(ctx, rec))
+			rep.Cgroups = append(rep.Cgroups, e.sweepStandby(rec)...)
 			lk.unlock()
 			continue
 		}
@@ -99,10 +100,11 @@ func (e *Engine) Sweep(ctx context.Context) (SweepReport, error) {
 	for _, base := range e.facts.cgroups.Bases {
 		entries, _ := os.ReadDir(base)
 		for _, d := range entries {
-			if !d.IsDir() || liveIDs[d.Name()] {
+			id := cgroupID(d.Name())
+			if !d.IsDir() || liveIDs[id] {
 				continue
 			}
-			if _, ok := parseID(e.cfg.Prefix, d.Name()); !ok {
+			if _, ok := parseID(e.cfg.Prefix, id); !ok {
 				continue
 			}
 			dir := filepath.Join(base, d.Name())

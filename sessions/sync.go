@@ -24,6 +24,10 @@ package sessions
 //	  |                                            |    slot's old veth gone, a reset's old
 //	  |                                            |    desktop cut off: no network before)
 //	  |<--- step {root|net|xvfb|dbus|...} --------|   Xvfb ‖ dbus, then openbox ‖ at-spi ‖ guestd
+//	  |<--- up -----------------------------------|   the stack is up (a standby, "go" with
+//	  |                                            |    standby, first takes a screenshot over
+//	  |                                            |    its loopback; it gets "net" only when
+//	  |                                            |    a reset takes it: standby_linux.go)
 //	  |<--- ready {upper_fd, steps} --------------|
 //	  | GET /screenshot until a PNG                |
 //	  | close                                      |   EOF after ready: ignored, init runs on
@@ -33,7 +37,7 @@ package sessions
 //	                                                 the engine removes cgroups, table, record
 //	engine dies before ready:  EOF before ready ---> init exits the same way
 type syncMsg struct {
-	Type string `json:"type"` // go, net, step, ready, error
+	Type string `json:"type"` // go, net, step, up, ready, error
 	Step string `json:"step,omitempty"`
 	// Kind classifies an error: "init" (root, namespaces, network) or
 	// "stack" (a desktop process).
@@ -44,6 +48,12 @@ type syncMsg struct {
 	// tmpfs (template copy, upper and work directories) open; the engine
 	// reaches the upper layer at /proc/<init>/fd/<UpperFD>/upper.
 	UpperFD int `json:"upper_fd,omitempty"`
+	// Standby, in "go", says init is a standby (standby_linux.go): once
+	// its stack is up, before it says "up", it takes guestd's first
+	// screenshot over its own loopback (the first costs ~17 ms of CPU:
+	// the frame's pages are touched and encoded for the first time), so
+	// that the reset's probe is answered at once.
+	Standby bool `json:"standby,omitempty"`
 }
 
 // Inherited descriptors of init.

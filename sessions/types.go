@@ -67,10 +67,14 @@ type Session struct {
 	Created   time.Time `json:"created"`
 	State     State     `json:"state"`
 	Reason    string    `json:"reason,omitempty"`
-	Resets    int       `json:"resets"`   // how many times Reset restarted it
-	Image     string    `json:"image"`    // the image's name, as requested
-	ImageID   string    `json:"image_id"` // the image it runs from
-	Snapshot  string    `json:"snapshot,omitempty"`
+	Resets    int       `json:"resets"` // how many times Reset restarted it
+	// Standby says the desktop running now was started ahead, as the
+	// session's standby, and took over at the last reset (Config.Standby);
+	// false after a create or a reset that started it then (a cold one).
+	Standby  bool   `json:"standby,omitempty"`
+	Image    string `json:"image"`    // the image's name, as requested
+	ImageID  string `json:"image_id"` // the image it runs from
+	Snapshot string `json:"snapshot,omitempty"`
 	// Published is where the guest ports are reachable from other machines
 	// (Config.Publish), nil when they are not published.
 	Published *Published `json:"published,omitempty"`

@@ -77,10 +77,21 @@ func (e *Engine) hold(p *Plan, addr, ids *os.File) {
 	}
 }
 
-// Close lets go of the claims this engine holds; its sessions run on, held
-// by their inits. A program that makes engines and goes on without them
+// Close lets go of the claims this engine holds and kills the standbys it
+// keeps; its sessions run on, held by their inits. A program that makes engines and goes on without them
 // (tests, a daemon handing over to the next) closes them.
 func (e *Engine) Close() {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.launching.Wait()
+	e.mu.Lock()
+	standbys := e.standbys
+	e.standbys = map[string]*standby{}
+	e.mu.Unlock()
+	for _, sb := range standbys {
+		sb.kill()
+	}
 	e.mu.Lock()
 	held := e.held
 	e.held = map[string]heldClaims{}

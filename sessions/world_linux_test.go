@@ -311,7 +311,12 @@ func runOn(t testing.TB, eng *Engine, s *Session, user, script string) (string, 
 // mustRun runs a script that must succeed.
 func mustRun(t testing.TB, s *Session, user, script string) string {
 	t.Helper()
-	out, code := run(t, s, user, script)
+	return mustRunOn(t, world.eng, s, user, script)
+}
+
+func mustRunOn(t testing.TB, eng *Engine, s *Session, user, script string) string {
+	t.Helper()
+	out, code := runOn(t, eng, s, user, script)
 	if code != 0 {
 		t.Fatalf("%q in %s exited %d: %s", script, s.ID, code, out)
 	}
@@ -390,6 +395,17 @@ func sessionLeftovers(w *testWorld, s *Session) []string {
 	}
 	if _, err := os.Stat(w.eng.sessionDir(s.ID)); err == nil {
 		out = append(out, "dir "+w.eng.sessionDir(s.ID))
+	}
+	// leftovers names the prefix's cgroup directory only, which other
+	// sessions keep: the session's own (both incarnations') are looked for.
+	if s.Plan != nil {
+		for _, p := range []*Plan{s.Plan, otherIncarnation(s.Plan)} {
+			for _, dir := range p.Cgroup.Dirs {
+				if _, err := os.Stat(dir); err == nil {
+					out = append(out, "cgroup "+dir)
+				}
+			}
+		}
 	}
 	return out
 }

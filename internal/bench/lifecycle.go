@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 type Engine interface {
 	compat.SessionEngine // Create, Exec, Remove: the density part's desktops are compat's
 	Reset(ctx context.Context, id string) (*sessions.Session, error)
+	WaitStandby(ctx context.Context, id string) error
 }
 
 // SessionsResult is the sessions part: what sessions' BenchmarkLifecycle
@@ -31,6 +33,14 @@ type SessionsResult struct {
 	Create   compat.Stats  `json:"create"`
 	Reset    compat.Stats  `json:"reset"`
 	Remove   compat.Stats  `json:"remove"`
+	// Standby says the engine kept standbys (Config.Standby): PSS counts
+	// each desktop's standby too, and StandbyResets resets of Reset.N
+	// took one (the others started cold). Reset's resets follow each
+	// other, each beside the start of the standby the one before left;
+	// SpacedReset's each wait until every standby is up.
+	Standby       bool          `json:"standby,omitempty"`
+	StandbyResets int           `json:"standby_resets,omitempty"`
+	SpacedReset   *compat.Stats `json:"spaced_reset,omitempty"`
 	// InitSteps are the median times at which a create's init finished
 	// each step, since init started, in the order they finish.
 	InitSteps []sessions.StepTime `json:"init_steps"`
@@ -59,8 +69,8 @@ const cleanupTimeout = 2 * time.Minute
 // ready: guestd answers GET /screenshot with a PNG), lets them all idle,
 // reads their memory, resets each, then removes each, timing every call.
 // Whatever fails, every desktop it made is removed.
-func runSessions(ctx context.Context, eng Engine, steps *sessions.StepLog, proc procfs, n int, image string, idle time.Duration, out io.Writer) (res *SessionsResult, err error) {
-	res = &SessionsResult{Desktops: n, Image: image, Idle: idle}
+func runSessions(ctx context.Context, eng Engine, steps *sessions.StepLog, proc procfs, n int, image string, idle time.Duration, standby bool, out io.Writer) (res *SessionsResult, err error) {
+	res = &SessionsResult{Desktops: n, Image: image, Idle: idle, Standby: standby}
 	res.begin()
 	var live []*sessions.Session
 	defer func() {
@@ -77,7 +87,7 @@ func runSessions(ctx context.Context, eng Engine, steps *sessions.StepLog, proc 
 		return nil, err
 	}
 	steps.Take() // only this part's creates
-	var created, reset, removed []time.Duration
+	var created, removed []time.Duration
 	for range n {
 		start := time.Now()
 		s, err := eng.Create(ctx, sessions.Request{Image: image})
@@ -106,14 +116,23 @@ func runSessions(ctx context.Context, eng Engine, steps *sessions.StepLog, proc 
 	}
 	byName := map[string]int64{}
 	for _, s := range live {
-		m, err := proc.memory(s.Plan.Cgroup)
-		if err != nil {
-			return nil, fmt.Errorf("memory of session %s: %w", s.ID, err)
+		cgroups := []sessions.CgroupPlan{s.Plan.Cgroup}
+		if standby {
+			cgroups = append(cgroups, sessions.StandbyCgroup(s.Plan))
 		}
 		var total int64
-		for name, pm := range m {
-			byName[name] += pm.Pss
-			total += pm.Pss
+		for i, c := range cgroups {
+			m, err := proc.memory(c)
+			if i > 0 && errors.Is(err, fs.ErrNotExist) {
+				continue // no standby: it failed (the engine logged why)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("memory of session %s: %w", s.ID, err)
+			}
+			for name, pm := range m {
+				byName[name] += pm.Pss
+				total += pm.Pss
+			}
 		}
 		res.PSS = append(res.PSS, total)
 	}
@@ -129,17 +148,59 @@ func runSessions(ctx context.Context, eng Engine, steps *sessions.StepLog, proc 
 	fmt.Fprintf(out, "%-16s %s up, %s idle: mean %.1f MiB PSS per desktop (min %.1f, max %.1f); host MemAvailable %.1f MiB less per desktop\n",
 		"idle memory", plural(n, "desktop"), idle, mib(res.meanPSS()), mib(slices.Min(res.PSS)), mib(slices.Max(res.PSS)), mib(res.HostPerDesktop))
 
-	for i, s := range live {
-		start := time.Now()
-		r, err := eng.Reset(ctx, s.ID)
-		if err != nil {
-			return nil, fmt.Errorf("reset session %s: %w", s.ID, err)
+	// resetEach resets every desktop one after the other, each once
+	// before(i) returns.
+	resetEach := func(before func(i int) error) ([]time.Duration, error) {
+		var took []time.Duration
+		for i, s := range live {
+			if err := before(i); err != nil {
+				return nil, err
+			}
+			start := time.Now()
+			r, err := eng.Reset(ctx, s.ID)
+			if err != nil {
+				return nil, fmt.Errorf("reset session %s: %w", s.ID, err)
+			}
+			took = append(took, time.Since(start))
+			live[i] = r
+			if r.Standby {
+				res.StandbyResets++
+			}
 		}
-		reset = append(reset, time.Since(start))
-		live[i] = r
+		return took, nil
+	}
+	reset, err := resetEach(func(int) error { return nil })
+	if err != nil {
+		return nil, err
 	}
 	res.Reset = compat.NewStats(reset)
 	printStats(out, "reset-to-ready", res.Reset)
+	if standby {
+		fmt.Fprintf(out, "  %d of %d resets took the desktop's standby\n", res.StandbyResets, len(reset))
+		// Again, each once every standby is up: none starts beside a
+		// reset, as when an episode outlasts a desktop's start.
+		upAll := func(int) error {
+			for _, s := range live {
+				if err := eng.WaitStandby(ctx, s.ID); err != nil {
+					return fmt.Errorf("standby of session %s: %w", s.ID, err)
+				}
+			}
+			return nil
+		}
+		first := res.StandbyResets
+		res.StandbyResets = 0
+		spaced, err := resetEach(upAll)
+		if err != nil {
+			return nil, err
+		}
+		if res.StandbyResets != len(spaced) {
+			return nil, fmt.Errorf("%d of %d resets started cold though every standby was up", len(spaced)-res.StandbyResets, len(spaced))
+		}
+		res.StandbyResets = first
+		st := compat.NewStats(spaced)
+		res.SpacedReset = &st
+		printStats(out, "reset, spaced", st)
+	}
 	for len(live) > 0 {
 		start := time.Now()
 		if err := eng.Remove(ctx, live[0].ID); err != nil {

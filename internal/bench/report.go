@@ -143,7 +143,14 @@ func (s *SessionsResult) markdown(b *strings.Builder) {
 		what string
 		st   compat.Stats
 	}{{"create-to-ready (guestd answers `GET /screenshot` with a PNG)", s.Create}, {"reset-to-ready, same id and address", s.Reset}, {"remove", s.Remove}} {
+		if row.what == "remove" && s.SpacedReset != nil {
+			fmt.Fprintf(b, "| reset-to-ready, spaced: each once every standby is up | **%s** | %s | %s | %s |\n",
+				compat.Millis(s.SpacedReset.Median), compat.Millis(s.SpacedReset.P95), compat.Millis(s.SpacedReset.Min), compat.Millis(s.SpacedReset.Max))
+		}
 		fmt.Fprintf(b, "| %s | **%s** | %s | %s | %s |\n", row.what, compat.Millis(row.st.Median), compat.Millis(row.st.P95), compat.Millis(row.st.Min), compat.Millis(row.st.Max))
+	}
+	if s.Standby {
+		fmt.Fprintf(b, "\nThe engine kept standbys (`--standby`): every create and reset was followed by the start of the desktop's next incarnation in the background, %d of %d resets one after the other took it (the others started cold), each beside the start of the standby the reset before left; the spaced resets, one after the other again, came each once every standby was up (as when an episode outlasts a desktop's start); the idle memory below counts each desktop's standby.\n", s.StandbyResets, s.Reset.N)
 	}
 	if len(s.InitSteps) > 0 {
 		b.WriteString("\nInit steps of a create (median ms since init started):")

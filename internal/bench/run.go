@@ -34,6 +34,10 @@ type Config struct {
 	Sessions   int
 	Idle       time.Duration
 	LightImage string
+	// Standby says the engine keeps standbys (sessions.Config.Standby):
+	// each desktop's memory then counts its standby's, and the part says
+	// how many resets took one.
+	Standby bool
 	// Latency benchmarks are timed LatencyN times per server after
 	// LatencyWarmup untimed requests, on the first step desktop.
 	Latency       []compat.Benchmark
@@ -132,7 +136,7 @@ func Run(ctx context.Context, cfg Config, host Host) (*Report, error) {
 	}
 	if slices.Contains(cfg.Parts, PartSessions) {
 		say("sessions: %s (image %s), created one after the other, %s idle, reset, removed", plural(cfg.Sessions, "light desktop"), cfg.LightImage, cfg.Idle)
-		s, err := runSessions(ctx, host.Engine, host.Steps, procfs{host.Proc}, cfg.Sessions, cfg.LightImage, cfg.Idle, host.Stdout)
+		s, err := runSessions(ctx, host.Engine, host.Steps, procfs{host.Proc}, cfg.Sessions, cfg.LightImage, cfg.Idle, cfg.Standby, host.Stdout)
 		if err != nil {
 			return nil, fmt.Errorf("sessions: %w", err)
 		}

@@ -28,6 +28,7 @@ type fakeEngine struct {
 	n       int
 	live    map[string]bool
 	resetOK bool
+	standby bool // resets take a standby
 }
 
 var _ Engine = (*fakeEngine)(nil)
@@ -52,7 +53,14 @@ func (e *fakeEngine) Reset(_ context.Context, id string) (*sessions.Session, err
 	if !e.resetOK {
 		return nil, errors.New("reset refused")
 	}
-	return &sessions.Session{ID: id, Plan: &sessions.Plan{Cgroup: e.h.cgroup}}, nil
+	return &sessions.Session{ID: id, Plan: &sessions.Plan{Cgroup: e.h.cgroup}, Standby: e.standby}, nil
+}
+
+func (e *fakeEngine) WaitStandby(context.Context, string) error {
+	if !e.standby {
+		return errors.New("no standby")
+	}
+	return nil
 }
 
 // Exec runs nothing: the parts over the fake engine run no command in a
@@ -81,7 +89,7 @@ func TestRunSessions(t *testing.T) {
 	e := newFakeEngine(t, steps)
 	e.log.Debug("session step", "step", "before the part", "ms", 1.0) // forgotten at its start
 	var out strings.Builder
-	res, err := runSessions(context.Background(), e, steps, procfs{e.h.proc}, 3, "core", 0, &out)
+	res, err := runSessions(context.Background(), e, steps, procfs{e.h.proc}, 3, "core", 0, false, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,9 +110,23 @@ func TestRunSessions(t *testing.T) {
 		}
 	}
 
+	// With standbys a desktop's memory counts its standby's, and the part
+	// counts the resets that took one.
+	e.standby = true
+	e.h.members(sessions.StandbyCgroup(&sessions.Plan{Cgroup: e.h.cgroup}).Dirs["pids"], "12")
+	e.h.addProc("12", "Xvfb", "0", "0", "1", "12288")
+	out.Reset()
+	if res, err = runSessions(context.Background(), e, steps, procfs{e.h.proc}, 2, "core", 0, true, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.PSS, []int64{28672, 28672}) || res.StandbyResets != 2 || res.SpacedReset == nil || res.SpacedReset.N != 2 ||
+		!strings.Contains(out.String(), "2 of 2 resets took the desktop's standby") || !strings.Contains(out.String(), "reset, spaced    n=2 ") {
+		t.Errorf("with standbys: pss %v, %d standby resets, output:\n%s", res.PSS, res.StandbyResets, out.String())
+	}
+
 	// A failure midway still removes every desktop made.
 	e.resetOK = false
-	if _, err := runSessions(context.Background(), e, steps, procfs{e.h.proc}, 2, "core", 0, io.Discard); err == nil || !strings.Contains(err.Error(), "reset refused") {
+	if _, err := runSessions(context.Background(), e, steps, procfs{e.h.proc}, 2, "core", 0, false, io.Discard); err == nil || !strings.Contains(err.Error(), "reset refused") {
 		t.Errorf("failed reset: %v", err)
 	}
 	if len(e.live) != 0 {

@@ -122,6 +122,7 @@ Flags:
 	fs.StringVar(&r.Out, "out", r.Out, "directory for the report")
 	fs.StringVar(&r.Name, "name", r.Name, "the report's file name, without .md, .svg or .json")
 	fs.IntVar(&r.Sessions, "sessions", r.Sessions, "light desktops of the sessions part")
+	fs.BoolVar(&r.Standby, "standby", false, "the run's engine keeps standbys (as drums serve --standby): resets take them; the sessions part counts their memory in each desktop's and says how many resets took one (the other parts' desktops get standbys too: run it with --parts sessions)")
 	fs.DurationVar(&r.Idle, "idle", r.Idle, "idle time before the memory is read (guestd gives back its screenshot memory after 60 s idle)")
 	fs.StringVar(&r.LightImage, "light-image", r.LightImage, "the image of the sessions part's desktops")
 	fs.StringVar(&density, "density", density, "the density part's ramps, WORKLOAD=MAX[:STEP] comma-separated (workloads: chromium, calc, idle)")
@@ -294,7 +295,7 @@ func runBenchmarks(ctx context.Context, cfg benchConfig, s stdio) error {
 	// With --ksm every desktop of the run is marked: marked memory is
 	// scanned only while the density part runs ksmd.
 	eng, err := sessions.New(sessions.Config{Prefix: prefix, StateDir: state, ImageDir: cfg.ImageDir, Image: cfg.Image,
-		Guestd: cfg.Guestd, Logger: slog.New(steps), MemoryMerge: r.KSM})
+		Guestd: cfg.Guestd, Logger: slog.New(steps), MemoryMerge: r.KSM, Standby: r.Standby})
 	if err != nil {
 		return fmt.Errorf("start the session engine: %w", err)
 	}

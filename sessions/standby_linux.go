@@ -1,0 +1,348 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/drums-dev/drums/sessions/images"
+)
+
+// A standby (Config.Standby) is a session's next incarnation started
+// ahead: an init of the same plan (ids, image, user, address) under the
+// session's other cgroup directories, upper layer and control socket
+// (otherIncarnation), that got "go" but not "net". Its desktop comes all
+// the way up with no network: no veth, so guestd, which listens inside the
+// standby's own network namespace, is reachable by nothing, and the
+// running desktop shares none of its namespaces. It waits in init until a
+// reset takes it: the old init is killed and cut off as in a cold reset,
+// the standby gets "net", and once guestd answers it is the session
+// (resetWarm). The start of the stack, most of a cold reset, is then off
+// the reset's path, and so is the old desktop's teardown.
+//
+// A standby exists only in the process that started it: its sync socket
+// closes with that process, and an init whose engine goes away before it
+// is ready exits (init_linux.go). The record names it (record.Standby) so
+// that whoever removes the session kills it; a remove or sweep removes
+// both incarnations' cgroups.
+type standby struct {
+	*incarnation
+	up  chan struct{} // closed once its stack is up or it failed
+	err error         // why it failed, set before up is closed
+}
+
+// keepStandby starts the next standby of session id in the background
+// when the engine keeps standbys, once after is closed (the previous
+// incarnation, whose names the standby takes, is gone; nil: at once).
+func (e *Engine) keepStandby(id string, after <-chan struct{}) {
+	if !e.cfg.Standby {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	e.launching.Add(1)
+	started := make(chan struct{})
+	e.starting[id] = started
+	go func() {
+		defer e.launching.Done()
+		defer func() {
+			e.mu.Lock()
+			if e.starting[id] == started {
+				delete(e.starting, id)
+			}
+			e.mu.Unlock()
+			close(started)
+		}()
+		if after != nil {
+			<-after
+		}
+		if err := e.startStandby(id); err != nil {
+			e.log.Warn("session standby not started", "id", id, "err", err)
+		}
+	}()
+}
+
+// startStandby starts a standby for session id, under its lock, if the
+// session is ready and has none.
+func (e *Engine) startStandby(id string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.ReadyTimeout)
+	defer cancel()
+	lk, err := lock(ctx, filepath.Join(e.sessionDir(id), "lock"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // removed meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	defer lk.unlock()
+	rec, err := e.readRecord(id)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	_, has := e.standbys[id]
+	h := e.held[id]
+	closed := e.closed
+	e.mu.Unlock()
+	if has || closed || rec.Session.State != StateReady || !rec.initAlive() {
+		return nil
+	}
+	if h.addr == nil || h.ids == nil {
+		return fmt.Errorf("this engine holds no claims of the session to pass on")
+	}
+	began := time.Now()
+	p := otherIncarnation(rec.Plan)
+	// What a previous incarnation of these names left (an empty cgroup)
+	// goes first: the limits, counters and upper layer start fresh.
+	if err := removeCgroup(ctx, p.Cgroup); err != nil {
+		return err
+	}
+	hold, err := images.Hold(p.Root.Image)
+	if err != nil {
+		return fmt.Errorf("%w: %w", err, ErrNoImage)
+	}
+	defer hold.Close()
+	if err := e.prepare(ctx, p); err != nil {
+		return err
+	}
+	// Until it takes over, its start takes only CPU that the host's
+	// creates and resets (and running desktops) leave.
+	if err := setCPUWeight(p.Cgroup, true); err != nil {
+		return err
+	}
+	if f, err := os.OpenFile(e.LogPath(id), os.O_WRONLY|os.O_APPEND, 0); err == nil {
+		fmt.Fprintf(f, "drums: %s: a standby starts (its output follows, among the running desktop's)\n", time.Now().UTC().Format(time.RFC3339Nano))
+		f.Close()
+	}
+	// It holds the session's claims from its start, as every init does:
+	// they stay held whichever incarnation outlives the other.
+	inc, err := e.spawn(p, h.addr, h.ids, hold)
+	if err != nil {
+		return err
+	}
+	rec.Standby = &initRef{PID: inc.pid, Start: inc.start}
+	err = e.writeRecord(rec)
+	if err == nil {
+		err = inc.goAhead(true)
+	}
+	if err != nil {
+		inc.kill()
+		return err
+	}
+	sb := &standby{incarnation: inc, up: make(chan struct{})}
+	e.mu.Lock()
+	e.standbys[id] = sb
+	e.mu.Unlock()
+	go e.watchStandby(id, sb, began)
+	return nil
+}
+
+// watchStandby follows a standby until its stack is up, and forgets it
+// once it has exited.
+func (e *Engine) watchStandby(id string, sb *standby, began time.Time) {
+	defer func() {
+		<-sb.done
+		e.mu.Lock()
+		if e.standbys[id] == sb {
+			delete(e.standbys, id)
+		}
+		e.mu.Unlock()
+	}()
+	fail := func(err error) {
+		sb.err = err
+		close(sb.up)
+		sb.proc.Kill()
+		e.log.Warn("session standby failed", "id", id, "err", err)
+	}
+	// One that hangs is given up as a create would be.
+	late := time.NewTimer(e.cfg.ReadyTimeout)
+	defer late.Stop()
+	for {
+		select {
+		case <-late.C:
+			fail(fmt.Errorf("not up after %s: %w", e.cfg.ReadyTimeout, ErrStack))
+			return
+		case m, ok := <-sb.msgs:
+			if !ok {
+				fail(fmt.Errorf("init exited before its stack was up: %w%s", ErrInit, e.logTail(id)))
+				return
+			}
+			switch m.Type {
+			case "step":
+				// Not stepMessage: StepLog's steps are of the desktops
+				// made ready, not of their standbys.
+				e.log.Debug("session standby step", "id", id, "step", m.Step, "ms", m.Millis)
+			case "error":
+				fail(initError(m))
+				return
+			case "up":
+				e.log.Debug("session standby up", "id", id, "pid", sb.pid, "ms", ms(time.Since(began)))
+				close(sb.up)
+				return
+			}
+		case <-sb.done:
+			fail(fmt.Errorf("init exited before its stack was up: %w%s", ErrInit, e.logTail(id)))
+			return
+		}
+	}
+}
+
+// WaitStandby waits until session id's standby (Config.Standby) is up, so
+// that its next reset takes it. It fails when the engine keeps no standby
+// for the session or the standby failed.
+func (e *Engine) WaitStandby(ctx context.Context, id string) error {
+	e.mu.Lock()
+	started := e.starting[id]
+	e.mu.Unlock()
+	if started != nil {
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	e.mu.Lock()
+	sb := e.standbys[id]
+	e.mu.Unlock()
+	if sb == nil {
+		return fmt.Errorf("session %s has no standby: %w", id, ErrNotReady)
+	}
+	select {
+	case <-sb.up:
+		return sb.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// takeStandby hands over session id's standby (nil if none) to a reset
+// or a remove.
+func (e *Engine) takeStandby(id string) *standby {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	sb := e.standbys[id]
+	delete(e.standbys, id)
+	return sb
+}
+
+// dropStandby kills session id's standby, if this engine keeps one, and
+// returns a wait until it is gone: its desktop dies while the caller goes
+// on (a remove's teardown of the running one).
+func (e *Engine) dropStandby(id string) (wait func()) {
+	sb := e.takeStandby(id)
+	if sb == nil {
+		return func() {}
+	}
+	sb.proc.Kill()
+	return sb.kill
+}
+
+// resetWarm resets the session of rec, locked and marked resetting, to
+// its standby: the old init is killed and cut off, and the standby gets
+// "net". Once guestd answers, the record names the standby's init, plan
+// and upper layer, and the next standby starts once the old desktop is
+// gone. On an error the old init may be dead and the standby is: the
+// caller resets cold.
+func (e *Engine) resetWarm(ctx context.Context, rec *record, sb *standby) (*Session, error) {
+	id := rec.Session.ID
+	// A standby still starting is waited for up to half of what is left
+	// of the reset's time: the other half is a cold start's.
+	wait, cancel := ctx, func() {}
+	if dl, ok := ctx.Deadline(); ok {
+		wait, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
+	}
+	defer cancel()
+	select {
+	case <-sb.up:
+	case <-wait.Done():
+		sb.kill()
+		return nil, fmt.Errorf("wait for the standby: %w", wait.Err())
+	}
+	if sb.err != nil {
+		sb.kill()
+		return nil, fmt.Errorf("the standby failed: %w", sb.err)
+	}
+	select {
+	case <-sb.done:
+		sb.kill() // its sync socket
+		return nil, fmt.Errorf("the standby exited: %w%s", ErrInit, e.logTail(id))
+	default:
+	}
+	began := time.Now()
+	if err := setCPUWeight(sb.plan.Cgroup, false); err != nil {
+		sb.kill()
+		return nil, err
+	}
+	oldPID, oldStart := rec.Session.InitPID, rec.InitStart
+	fd, err := killInit(oldPID, oldStart)
+	if err != nil {
+		sb.kill()
+		return nil, err
+	}
+	// The old desktop's namespaces go in the kernel meanwhile; the next
+	// standby, which takes its names, waits for it.
+	oldGone := make(chan struct{})
+	go func() {
+		defer close(oldGone)
+		if fd >= 0 {
+			ctx, cancel := cleanupContext()
+			defer cancel()
+			e.waitInit(ctx, oldPID, fd)
+			unix.Close(fd)
+		}
+	}()
+	netReady := make(chan error, 1)
+	go func() { netReady <- e.cutOff(id, rec.Plan.Net) }()
+	if err := e.await(ctx, rec, sb.incarnation, netReady); err != nil {
+		sb.kill()
+		return nil, err
+	}
+	os.Remove(filepath.Join(rec.Plan.Root.SessionDir, exitFile))
+	rec.Plan = sb.plan
+	rec.Session.InitPID, rec.InitStart, rec.Standby = sb.pid, sb.start, nil
+	rec.Session.Resets++
+	rec.Session.State, rec.Session.Reason, rec.Session.Standby = StateReady, "", true
+	if err := e.writeRecord(rec); err != nil {
+		sb.kill()
+		return nil, err
+	}
+	e.log.Debug("session reset to its standby", "id", id, "ms", ms(time.Since(began)))
+	e.keepStandby(id, oldGone)
+	return rec.session(), nil
+}
+
+// standbyAlive reports whether the record's standby init runs.
+func (r *record) standbyAlive() bool {
+	if r.Standby == nil || r.Standby.PID <= 0 {
+		return false
+	}
+	start, alive := procStart(r.Standby.PID)
+	return alive && start == r.Standby.Start
+}
+
+// sweepStandby removes the cgroup directories of a live session's other
+// incarnation when no standby runs in them (its engine went away): an
+// rmdir only, which fails while anything is in them.
+func (e *Engine) sweepStandby(rec *record) []string {
+	if rec.Plan == nil || rec.standbyAlive() {
+		return nil
+	}
+	var out []string
+	for _, dir := range otherIncarnation(rec.Plan).Cgroup.Dirs {
+		if unix.Rmdir(dir) == nil {
+			out = append(out, dir)
+		}
+	}
+	return out
+}

@@ -1,0 +1,218 @@
+package sessions
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// standbyEngine is an engine of the world's prefix that keeps standbys,
+// closed (its standbys killed) at cleanup, after the cleanups of the
+// sessions made through it.
+func standbyEngine(t *testing.T, upperOnDisk bool) *Engine {
+	t.Helper()
+	w := needWorld(t)
+	cfg := w.config()
+	cfg.Standby, cfg.UpperOnDisk = true, upperOnDisk
+	eng, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eng.Close)
+	return eng
+}
+
+// upStandby waits until the standby eng starts for session id after a
+// create or reset is up, and returns it.
+func upStandby(t *testing.T, eng *Engine, id string) *standby {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if err := eng.WaitStandby(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	eng.mu.Lock()
+	defer eng.mu.Unlock()
+	return eng.standbys[id]
+}
+
+// links lists the network interfaces of a process's network namespace.
+func links(t *testing.T, pid int) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/net/dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n")[2:] {
+		if name, _, ok := strings.Cut(line, ":"); ok {
+			out = append(out, strings.TrimSpace(name))
+		}
+	}
+	return out
+}
+
+func TestResetStandby(t *testing.T) {
+	for _, onDisk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "upper on tmpfs", true: "upper on disk"}[onDisk], func(t *testing.T) { testResetStandby(t, onDisk) })
+	}
+}
+
+func testResetStandby(t *testing.T, upperOnDisk bool) {
+	w := needWorld(t)
+	eng := standbyEngine(t, upperOnDisk)
+	s := newSessionOf(t, eng, Request{})
+	for round := range 2 { // the second reset takes the first's names back
+		sb := upStandby(t, eng, s.ID)
+		// Up, with guestd listening, and reachable by nothing: its
+		// namespace has no interface but loopback.
+		if l := links(t, sb.pid); len(l) != 1 || l[0] != "lo" {
+			t.Errorf("round %d: the standby's interfaces before the reset: %v", round, l)
+		}
+		if rec, err := eng.readRecord(s.ID); err != nil || rec.Standby == nil || rec.Standby.PID != sb.pid {
+			t.Errorf("round %d: the record names standby %+v, want pid %d (%v)", round, rec.Standby, sb.pid, err)
+		}
+		if wt := cpuWeight(t, sb.plan.Cgroup); wt != "2" && wt != "1" {
+			t.Errorf("round %d: the standby's CPU weight %s, want the least", round, wt)
+		}
+		r := resetClean(t, eng, s)
+		if !r.Standby || r.InitPID != sb.pid {
+			t.Errorf("round %d: reset to init %d (standby %v), want the standby %d", round, r.InitPID, r.Standby, sb.pid)
+		}
+		if wt := cpuWeight(t, r.Plan.Cgroup); wt != "1024" && wt != "100" {
+			t.Errorf("round %d: the CPU weight after the reset %s, want the default", round, wt)
+		}
+		s = r
+	}
+	upStandby(t, eng, s.ID)
+	removeClean(t, w, s, eng)
+}
+
+// removeClean removes s through each of engines in turn and checks that
+// nothing of it is left.
+func removeClean(t *testing.T, w *testWorld, s *Session, engines ...*Engine) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	for _, eng := range engines {
+		if err := eng.Remove(ctx, s.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left := sessionLeftovers(w, s); len(left) > 0 {
+		t.Errorf("left after remove: %v", left)
+	}
+}
+
+func TestResetStandbyStarting(t *testing.T) {
+	w := needWorld(t)
+	eng := standbyEngine(t, false)
+	s := newSessionOf(t, eng, Request{})
+	// Started, most likely not up yet: the reset waits for it.
+	eng.launching.Wait()
+	rctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	r, err := eng.Reset(rctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Standby {
+		t.Errorf("a reset while the standby started went cold: %+v", r)
+	}
+	if err := answers(r); err != nil {
+		t.Error(err)
+	}
+	upStandby(t, eng, s.ID)
+	removeClean(t, w, r, eng)
+}
+
+func TestResetStandbyDied(t *testing.T) {
+	w := needWorld(t)
+	eng := standbyEngine(t, false)
+	s := newSessionOf(t, eng, Request{})
+	sb := upStandby(t, eng, s.ID)
+	if err := unix.Kill(sb.pid, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-sb.done
+	r := resetClean(t, eng, s)
+	if r.Standby {
+		t.Errorf("reset took a dead standby: %+v", r)
+	}
+	// The cold reset starts the next standby, which a remove by another
+	// engine (another process: the CLI) kills, found in the record.
+	// The standby's engine still holds the session's claims, as any
+	// engine does until it sees the session gone: it removes it too.
+	next := upStandby(t, eng, s.ID)
+	removeClean(t, w, s, w.eng, eng)
+	select {
+	case <-next.done:
+	default:
+		t.Error("the standby outlived the remove")
+	}
+}
+
+func TestSweepStandbyOfDeadEngine(t *testing.T) {
+	w := needWorld(t)
+	eng := standbyEngine(t, false)
+	s := newSessionOf(t, eng, Request{})
+	sb := upStandby(t, eng, s.ID)
+	// The engine's end of the sync socket is all that ties a standby to
+	// its engine: closed, as when the engine's process dies, the standby
+	// ends itself.
+	sb.syncF.Close()
+	<-sb.done
+	if left := standbyCgroups(w, s); len(left) == 0 {
+		t.Fatalf("no cgroup of the dead standby: %v", sessionLeftovers(w, s))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	rep, err := w.eng.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rep.Cgroups {
+		if !strings.HasSuffix(c, filepath.Base(s.ID)+standbySuffix) {
+			t.Errorf("swept cgroup %s, want the dead standby's only", c)
+		}
+	}
+	if len(rep.Cgroups) == 0 || len(rep.Sessions) > 0 {
+		t.Errorf("sweep report %+v: want the dead standby's cgroups and no session", rep)
+	}
+	if left := standbyCgroups(w, s); len(left) > 0 {
+		t.Errorf("left after the sweep: %v", left)
+	}
+	if err := answers(s); err != nil {
+		t.Errorf("the sweep hurt the session: %v", err)
+	}
+}
+
+// standbyCgroups lists the cgroup directories of s's standby names.
+func standbyCgroups(w *testWorld, s *Session) []string {
+	var out []string
+	for _, l := range sessionLeftovers(w, s) {
+		if strings.HasPrefix(l, "cgroup ") && strings.HasSuffix(l, standbySuffix) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// cpuWeight reads a cgroup's CPU weight (v1 cpu.shares, v2 cpu.weight).
+func cpuWeight(t *testing.T, c CgroupPlan) string {
+	t.Helper()
+	file := "cpu.shares"
+	if c.Version == 2 {
+		file = "cpu.weight"
+	}
+	b, err := os.ReadFile(filepath.Join(c.dir("cpu"), file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
