@@ -15,8 +15,10 @@ import (
 // The apps of the osworld image, configured as on OSWorld's VM (the image's
 // files are checked in images' TestConfigure).
 
-// openTerminal presses Ctrl+Alt+T through XTEST, as pyautogui.hotkey
-// sends it, and waits for the window titled Terminal.
+// openTerminal presses Ctrl+Alt+T through XTEST as pyautogui.hotkey sends
+// it, a round trip after each key (a GNOME desktop once lost the first
+// shortcut sent so, never one sent at once), and waits for the window
+// titled Terminal.
 func openTerminal(t *testing.T, s *Session) {
 	t.Helper()
 	mustRun(t, s, "", pressCtrlAltT)
@@ -31,9 +33,12 @@ from Xlib import display, X, XK
 from Xlib.ext import xtest
 d = display.Display()
 codes = [d.keysym_to_keycode(XK.string_to_keysym(k)) for k in ('Control_L', 'Alt_L', 't')]
-for c in codes: xtest.fake_input(d, X.KeyPress, c)
-for c in reversed(codes): xtest.fake_input(d, X.KeyRelease, c)
-d.sync()"`
+for c in codes:
+    xtest.fake_input(d, X.KeyPress, c)
+    d.sync()
+for c in reversed(codes):
+    xtest.fake_input(d, X.KeyRelease, c)
+    d.sync()"`
 
 func TestTerminalKeybinding(t *testing.T) {
 	s := newSession(t, Request{})

@@ -14,6 +14,18 @@ import (
 // gnomeImage is the GNOME profile's image (make images builds it).
 const gnomeImage = "osworld-gnome"
 
+// typeTouchTyped types "touch typed" and Return through XTEST, as
+// pyautogui.write sends it, to the focused window.
+const typeTouchTyped = `/usr/bin/python3 -c "
+from Xlib import display, X, XK
+from Xlib.ext import xtest
+d = display.Display()
+for k in [c if c != ' ' else 'space' for c in 'touch typed'] + ['Return']:
+    c = d.keysym_to_keycode(XK.string_to_keysym(k))
+    xtest.fake_input(d, X.KeyPress, c)
+    xtest.fake_input(d, X.KeyRelease, c)
+d.sync()"`
+
 // A desktop of the GNOME image shows what an agent trained on OSWorld's
 // VM sees: GNOME Shell as the window manager (not openbox), a top bar and
 // the dock on the left as struts of the work area, a maximised window
@@ -65,9 +77,15 @@ func TestGNOME(t *testing.T) {
 	if zone := mustRun(t, s, "", "timedatectl status | sed -n 4p"); !strings.Contains(zone, "Time zone: "+images.OSWorldTimeZone) {
 		t.Errorf("timedatectl: %q", zone)
 	}
-	// Ctrl+Alt+T (drums' terminal extension); maximised, the terminal
-	// fills the work area.
+	// Ctrl+Alt+T (drums' extension) opens a terminal with the focus: what
+	// a task types next, as soon as the window is there, runs in it.
+	// Maximised, the terminal fills the work area.
 	openTerminal(t, s)
+	mustRun(t, s, "", typeTouchTyped)
+	waitFor(t, func() bool {
+		_, code := run(t, s, "", "test -e ~/typed")
+		return code == 0
+	})
 	mustRun(t, s, "", "wmctrl -r Terminal -b add,maximized_vert,maximized_horz")
 	// GTK's client-side decorations: wmctrl -lG misreports the window;
 	// xwininfo gives its place, and _GTK_FRAME_EXTENTS its shadow (none

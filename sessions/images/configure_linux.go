@@ -340,12 +340,31 @@ func (t tree) home() error {
 			return err
 		}
 	}
+	// GNOME Shell without GDM notifies "Screen Lock disabled" at its
+	// first start unless this mark exists; the VM's shell, under GDM,
+	// shows no such notification.
+	if has(t.base, "usr/bin/gnome-shell") {
+		if err := t.mkdir(filepath.Join(home, ".local/share/gnome-shell"), 0o700, uid, gid); err != nil {
+			return err
+		}
+		if err := t.writeFile(filepath.Join(home, ".local/share/gnome-shell/lock-warning-shown"), nil, 0o644, uid, gid); err != nil {
+			return err
+		}
+	}
 	for _, d := range []string{".config/vlc", ".config/libreoffice", ".config/libreoffice/4", ".config/libreoffice/4/user"} {
 		if err := t.mkdir(filepath.Join(home, d), 0o700, uid, gid); err != nil {
 			return err
 		}
 	}
-	if err := t.writeFile(filepath.Join(home, ".config/libreoffice/4/user/registrymodifications.xcu"), []byte(libreofficeSettings), 0o644, uid, gid); err != nil {
+	lo := libreofficeSettings
+	if has(t.base, "usr/bin/gnome-shell") {
+		// Under GNOME LibreOffice picks its icon theme after the GTK
+		// theme's name: Yaru's, which Debian does not package, and half its
+		// toolbar icons come out blank. Ubuntu's VM has Yaru's; Debian's
+		// own Colibre is what this image has.
+		lo = strings.Replace(lo, "</oor:items>", libreofficeIcons+"</oor:items>", 1)
+	}
+	if err := t.writeFile(filepath.Join(home, ".config/libreoffice/4/user/registrymodifications.xcu"), []byte(lo), 0o644, uid, gid); err != nil {
 		return err
 	}
 	return t.writeFile(filepath.Join(home, ".config/vlc/vlcrc"), []byte(vlcrc()), 0o644, uid, gid)
@@ -389,7 +408,10 @@ cursor-theme='Yaru'
 
 // chromeDesktopEntry is Google Chrome's entry in GNOME's dock and
 // application grid, as in the VM (favourite google-chrome.desktop): the
-// launcher, with Chromium's icon (Debian has no Chrome icon).
+// launcher, with Chromium's icon (Debian has no Chrome icon). Its
+// StartupWMClass is the class of Chromium's windows, so that GNOME Shell
+// takes them for Google Chrome's (the top bar names the application, the
+// favourite shows it running), not for chromium.desktop's.
 const chromeDesktopEntry = `[Desktop Entry]
 Version=1.0
 Type=Application
@@ -402,6 +424,7 @@ Terminal=false
 Categories=Network;WebBrowser;
 MimeType=text/html;text/xml;application/xhtml+xml;x-scheme-handler/http;x-scheme-handler/https;
 StartupNotify=true
+StartupWMClass=Chromium
 `
 
 // bashrcTitle keeps "Terminal" in the terminal's title: a dozen OSWorld

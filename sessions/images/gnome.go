@@ -60,15 +60,14 @@ const drumsMetadata = `{
 
 // drumsExtensionJS grabs Ctrl+Alt+T as GNOME Shell grabs
 // gnome-settings-daemon's media keys (an accelerator, no settings schema)
-// and runs @TERMINAL@ for it; and logs GNOMEReadyLine once the startup is
+// and launches @TERMINAL@ for it; and logs GNOMEReadyLine once the startup is
 // complete and the dock (dash-to-dock's main dock, if any) is shown with
 // the work area clear of it. Each strut change of the dock's slide-in
 // emits workareas-changed; the last comes after the slide's end.
 const drumsExtensionJS = `// drums: Ctrl+Alt+T opens a terminal, as Ubuntu's media keys do; the
 // line that says the shell is ready.
-const { Meta, Shell } = imports.gi;
+const { Clutter, Gio, GLib, Meta, Shell } = imports.gi;
 const Main = imports.ui.main;
-const Util = imports.misc.util;
 
 const DOCK = 'dash-to-dock@micxgx.gmail.com';
 const DOCK_SHOWN = 2; // dash-to-dock's State.SHOWN
@@ -102,10 +101,25 @@ function stopWaiting() {
     readyIds = [];
 }
 
+// The desktop's first XTEST key event moves the core keyboard to the XTEST
+// device, whose keymap is not the one mutter loaded: mutter reloads its
+// keymap and grabs every key binding again, and a shortcut pressed key by
+// key meanwhile (pyautogui syncs after each key) is lost. A Shift press
+// through a virtual keyboard (XTEST on X11) before the ready line makes
+// that move then, not at the agent's first shortcut.
+function warmKeyboard() {
+    const seat = Clutter.get_default_backend().get_default_seat();
+    const keyboard = seat.create_virtual_device(Clutter.InputDeviceType.KEYBOARD_DEVICE);
+    const now = GLib.get_monotonic_time();
+    keyboard.notify_keyval(now, Clutter.KEY_Shift_L, Clutter.KeyState.PRESSED);
+    keyboard.notify_keyval(now, Clutter.KEY_Shift_L, Clutter.KeyState.RELEASED);
+}
+
 function announce() {
     if (readyIds.length === 0 || !ready())
         return;
     stopWaiting();
+    warmKeyboard();
     log('` + GNOMEReadyLine + `');
 }
 
@@ -113,9 +127,16 @@ function enable() {
     action = global.display.grab_accelerator('<Primary><Alt>t', Meta.KeyBindingFlags.IGNORE_AUTOREPEAT);
     Main.wm.allowKeybinding(Meta.external_binding_name_for_action(action),
         Shell.ActionMode.NORMAL | Shell.ActionMode.OVERVIEW);
-    handler = global.display.connect('accelerator-activated', (display, activated) => {
-        if (activated === action)
-            Util.spawnCommandLine(` + "`@TERMINAL@`" + `);
+    handler = global.display.connect('accelerator-activated', (display, activated, device, timestamp) => {
+        if (activated !== action)
+            return;
+        // With the key's time, as gnome-settings-daemon launches it: the
+        // terminal gets the focus (mutter's focus-stealing prevention keeps
+        // it from a window launched without), and what is typed next goes
+        // to it.
+        const app = Gio.AppInfo.create_from_commandline(` + "`@TERMINAL@`" + `, null,
+            Gio.AppInfoCreateFlags.SUPPORTS_STARTUP_NOTIFICATION);
+        app.launch([], global.create_app_launch_context(timestamp, -1));
     });
     if (Main.layoutManager._startingUp) {
         readyIds = [Main.layoutManager.connect('startup-complete', announce),

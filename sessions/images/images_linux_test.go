@@ -300,7 +300,7 @@ func TestConfigureAndLayer(t *testing.T) {
 		!strings.Contains(m, `"stylesheetName": "Yaru/gnome-shell.css"`) {
 		t.Errorf("session mode:\n%s", m)
 	}
-	if js := readGNOME("usr/share/gnome-shell/extensions/drums@drums/extension.js"); !strings.Contains(js, "spawnCommandLine(`gnome-terminal`)") {
+	if js := readGNOME("usr/share/gnome-shell/extensions/drums@drums/extension.js"); !strings.Contains(js, "create_from_commandline(`gnome-terminal`") {
 		t.Errorf("terminal extension:\n%s", js)
 	}
 	if target, err := os.Readlink(filepath.Join(layer, "usr/local/bin/python")); err != nil || target != "/usr/bin/python3" {
