@@ -44,10 +44,13 @@ build:                ## bin/drums, bin/drums-init (what each desktop's init run
 	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o $(BIN)/ ./cmd/...
 
 # The images desktops and the tests run from. A first build takes a few
-# minutes (mmdebstrap from Debian's archive); then each is reused at once.
-images: build         ## the core and osworld images (drums image build)
+# minutes (mmdebstrap from Debian's archive; osworld-gnome, the GNOME
+# profile, 4-9 minutes with /var/cache/drums/apt warm and about 30 with it
+# empty, a cost CI pays once per cache); then each is reused at once.
+images: build         ## the core, osworld and osworld-gnome images (drums image build; osworld-gnome about 30 min the first time)
 	$(AS_ROOT) $(BIN)/drums image build core
 	$(AS_ROOT) $(BIN)/drums image build osworld
+	$(AS_ROOT) $(BIN)/drums image build osworld-gnome
 
 test: deps lint race fuzz build images ## the gates, then every test, tier 1 (real Xvfb, D-Bus, namespaces, images) included; tier 2 (Kubernetes) with DRUMS_TIER2=1
 	$(if $(TIER2),deploy/kubernetes/build-binaries $(KUBERNETES_VERSION) >/dev/null)

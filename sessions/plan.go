@@ -224,10 +224,11 @@ type imageInfo struct {
 	desktop images.Desktop
 	// systemBus: the desktop runs a system bus (images.SystemBusConf).
 	systemBus bool
+	shell     images.Shell
 }
 
 func infoOf(im *images.Image) imageInfo {
-	return imageInfo{dir: im.Dir(), layer: im.LayerDir(), id: im.ShortID(), desktop: im.Desktop, systemBus: im.SystemServices()}
+	return imageInfo{dir: im.Dir(), layer: im.LayerDir(), id: im.ShortID(), desktop: im.Desktop, systemBus: im.SystemServices(), shell: im.Shell()}
 }
 
 // Session paths fixed by OSWorld.
@@ -334,7 +335,12 @@ func newPlan(in planInput) (*Plan, error) {
 	p.Root.Mounts, p.Root.Dirs, p.Root.Devices, p.Root.Links = rootMounts(user, p.IDs, cfg.Guestd, binds)
 	p.Root.ReadOnly = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys"}
 	p.Root.Masks = maskedPaths
-	p.Stack = stack(p, launcher)
+	if im.shell == images.ShellGNOME {
+		// Mutter composites with OpenGL: Xvfb's GLX, on Mesa's llvmpipe.
+		p.Screen.GLX = true
+		p.Env = append(p.Env, images.GNOMEEnv...)
+	}
+	p.Stack = stack(p, launcher, im.shell)
 	if im.systemBus {
 		addSystemBus(p)
 	}
@@ -468,9 +474,10 @@ func checkBinds(binds []Bind) ([]Bind, error) {
 }
 
 // stack is the desktop: Xvfb and the session bus first (together), then the
-// window manager, the accessibility bus and guestd, each as soon as what it
-// needs is ready (Xvfb: listening). launcher is where the image has at-spi-bus-launcher.
-func stack(p *Plan, launcher string) []Proc {
+// window manager (the image's shell), the accessibility bus and guestd,
+// each as soon as what it needs is ready (Xvfb: listening). launcher is
+// where the image has at-spi-bus-launcher.
+func stack(p *Plan, launcher string, shell images.Shell) []Proc {
 	xvfb := []string{"Xvfb", p.Display, "-displayfd", "3", "-noreset", "-nolisten", "tcp",
 		"-screen", "0", fmt.Sprintf("%dx%dx%d", p.Screen.Width, p.Screen.Height, p.Screen.Depth)}
 	if !p.Screen.GLX {
@@ -480,8 +487,7 @@ func stack(p *Plan, launcher string) []Proc {
 		{Name: "xvfb", Argv: xvfb, Ready: "displayfd", Socket: "/tmp/.X11-unix/X" + strings.TrimPrefix(p.Display, ":"), Essential: true},
 		{Name: "dbus", Argv: []string{"dbus-daemon", "--config-file=" + images.SessionBusConf, "--nofork", "--print-address=3"},
 			Ready: "print-address", Essential: true},
-		{Name: "openbox", Argv: []string{"openbox", "--sm-disable", "--startup", "/bin/sh -c 'echo " + wmReadyLine + "'"},
-			Env: images.OpenboxEnv, Needs: []string{"xvfb"}, Ready: "log", ReadyLine: wmReadyLine},
+		windowManager(shell),
 		{Name: "at-spi", Argv: []string{launcher, "--launch-immediately", "--a11y=1"},
 			Needs: []string{"xvfb", "dbus"}, Ready: "a11y"},
 		{Name: "guestd", Argv: []string{images.GuestdPath, "--listen", fmt.Sprintf("0.0.0.0:%d", p.GuestPort), "--vnc-listen", "0.0.0.0:8006"},
@@ -491,6 +497,27 @@ func stack(p *Plan, launcher string) []Proc {
 
 // wmReadyLine is what openbox's --startup command prints.
 const wmReadyLine = "drums: window manager ready"
+
+// windowManager is the desktop's shell. openbox for the light images.
+// GNOME Shell for the GNOME profile: in X11 mode (mutter as Xvfb's
+// compositing window manager, no logind or display server of its own),
+// without a session manager (gnome-session would want systemd's user
+// instance), in Ubuntu's session mode; it also needs the session bus,
+// where it owns org.gnome.Shell. It is ready when drums' extension logs
+// images.GNOMEReadyLine: the startup animation over and the dock in
+// place. Owning org.gnome.Shell (about 1 s sooner) or "GNOME Shell
+// started" are not enough: a screenshot then shows no top bar, or no
+// dock. Neither window manager is essential: when it exits, as when a
+// task replaces it (gnome-shell --replace), Xvfb, guestd and the
+// applications go on, as in the VM.
+func windowManager(shell images.Shell) Proc {
+	if shell == images.ShellGNOME {
+		return Proc{Name: "gnome-shell", Argv: []string{"gnome-shell", "--x11", "--sm-disable", "--mode=" + images.GNOMESessionMode},
+			Needs: []string{"xvfb", "dbus"}, Ready: "log", ReadyLine: images.GNOMEReadyLine}
+	}
+	return Proc{Name: "openbox", Argv: []string{"openbox", "--sm-disable", "--startup", "/bin/sh -c 'echo " + wmReadyLine + "'"},
+		Env: images.OpenboxEnv, Needs: []string{"xvfb"}, Ready: "log", ReadyLine: wmReadyLine}
+}
 
 // String renders the plan as indented JSON.
 func (p *Plan) String() string {

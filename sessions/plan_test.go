@@ -215,6 +215,38 @@ func TestPlanOptions(t *testing.T) {
 	}
 }
 
+// An image whose shell is GNOME runs gnome-shell in openbox's place,
+// with Xvfb's GLX whatever the request says, and the session's GNOME
+// environment for every process.
+func TestPlanGNOME(t *testing.T) {
+	in := testInput(t, Request{}, 1)
+	in.image.shell = images.ShellGNOME
+	p, err := newPlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range p.Stack {
+		names = append(names, s.Name)
+	}
+	if want := []string{"xvfb", "dbus", "gnome-shell", "at-spi", "guestd"}; !slices.Equal(names, want) {
+		t.Errorf("stack %v, want %v", names, want)
+	}
+	wm := p.Stack[2]
+	if wm.Argv[0] != "gnome-shell" || !slices.Contains(wm.Argv, "--x11") || !slices.Contains(wm.Argv, "--mode="+images.GNOMESessionMode) ||
+		wm.Ready != "log" || wm.ReadyLine != images.GNOMEReadyLine || !slices.Contains(wm.Needs, "dbus") {
+		t.Errorf("gnome-shell %+v", wm)
+	}
+	if !p.Screen.GLX || slices.Contains(p.Stack[0].Argv, "GLX") {
+		t.Errorf("screen %+v, Xvfb argv %v: want GLX", p.Screen, p.Stack[0].Argv)
+	}
+	for _, e := range images.GNOMEEnv {
+		if !slices.Contains(p.Env, e) {
+			t.Errorf("env %v: no %s", p.Env, e)
+		}
+	}
+}
+
 func TestPlanBadRequests(t *testing.T) {
 	for _, req := range []Request{
 		{Width: 10, Height: 10},

@@ -70,9 +70,10 @@ func sweepLeftovers() {
 	}
 }
 
-// startDaemon runs `drums serve` for one test and returns a client; at the
-// end the daemon drains its desktops and anything left is swept.
-func startDaemon(t *testing.T) *client.Client {
+// startDaemon runs `drums serve` for one test, its desktops of image, and
+// returns a client; at the end the daemon drains its desktops and anything
+// left is swept.
+func startDaemon(t *testing.T, image string) *client.Client {
 	t.Helper()
 	testutil.RequireRoot(t)
 	bin := testutil.Bins(t)
@@ -85,10 +86,10 @@ func startDaemon(t *testing.T) *client.Client {
 	if err := os.WriteFile(filepath.Join(dir, "owner"), []byte(fmt.Sprintf("%d %s %s\n", os.Getpid(), prefix, drums)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	testimage.NeedImages(t, "osworld")
+	testimage.NeedImages(t, image)
 	sock := filepath.Join(dir, "drums.sock")
 	cmd := exec.Command(drums, "serve", "--socket", sock, "--prefix", prefix, "--state-dir", filepath.Join(dir, "sessions"),
-		"--image-dir", testimage.ImageDir(), "--image", "osworld", "--guestd", filepath.Join(bin, "guestd"), "--drain-on-exit", "--pool-size", "1", "--capacity", "6")
+		"--image-dir", testimage.ImageDir(), "--image", image, "--guestd", filepath.Join(bin, "guestd"), "--drain-on-exit", "--pool-size", "1", "--capacity", "6")
 	cmd.Env = append(os.Environ(), "DRUMS_BIN="+bin)
 	logf, err := os.Create(filepath.Join(dir, "serve.log"))
 	if err != nil {
@@ -158,7 +159,7 @@ func tailString(s string, n int) string {
 // TestTier1BuiltinTasksThroughDaemon runs every built-in task end to end
 // on leased desktops: each must score 0 before its solution and 1 after.
 func TestTier1BuiltinTasksThroughDaemon(t *testing.T) {
-	c := startDaemon(t)
+	c := startDaemon(t, "osworld")
 	builtin, err := Builtin()
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +236,7 @@ func checkKeptFiles(t *testing.T, files string, results []Result) {
 // TestTier1EpisodeThroughDaemon drives the `drums run` episode on a leased
 // desktop.
 func TestTier1EpisodeThroughDaemon(t *testing.T) {
-	c := startDaemon(t)
+	c := startDaemon(t, "osworld")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	d, err := c.Lease(ctx, client.LeaseRequest{Width: 1280, Height: 800, LeaseSeconds: 600})
@@ -269,7 +270,7 @@ func TestTier1EpisodeThroughDaemon(t *testing.T) {
 func TestTier1MirroredTasksThroughDaemon(t *testing.T) {
 	dir := osworldExamples(t)
 	m := osworldMirror(t)
-	c := startDaemon(t)
+	c := startDaemon(t, "osworld")
 	entries := []osworld.Entry{
 		{Domain: "os", ID: "5ea617a3-0e86-4ba6-aab2-dac9aa2e8d57"},
 		{Domain: "libreoffice_writer", ID: "bb8ccc78-479f-4a2f-a71e-d565e439436b"},
@@ -292,6 +293,28 @@ func TestTier1MirroredTasksThroughDaemon(t *testing.T) {
 			res.ScoreBefore == nil || *res.ScoreBefore != 0 || res.Feasible && res.Evaluator != osworld.EvaluatorOSWorld {
 			t.Errorf("%s/%s: status %s, setup %s, getters %s, score %s, reason %q", res.Domain, res.ID, res.Status,
 				boolText3(res.SetupOK), boolText3(res.GettersOK), osworld.ScoreText(res.ScoreBefore), res.Reason)
+		}
+	}
+}
+
+// TestTier1GNOMETimeZoneTask: os/b6781586 ("set my time zone to UTC+0",
+// scored by timedatectl) scores 0 before and 1 after its reference
+// solution on the GNOME profile, as on the VM.
+func TestTier1GNOMETimeZoneTask(t *testing.T) {
+	dir := osworldExamples(t)
+	c := startDaemon(t, "osworld-gnome")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	r := NewRunner(Config{Examples: filepath.Join(dir, "examples"), Files: t.TempDir(), Parallel: 1,
+		Width: 1920, Height: 1080, TaskTimeout: 5 * time.Minute, Settle: time.Second, Judge: pythonJudge(t)},
+		&ProviderDesktops{Client: c, LeaseSeconds: 1200}, nil)
+	results, err := r.Run(ctx, []osworld.Entry{{Domain: "os", ID: "b6781586-6346-41cd-935a-a6b1487918fc"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range results {
+		if res.Status != StatusRan || res.ScoreBefore == nil || *res.ScoreBefore != 0 || res.ScoreAfter == nil || *res.ScoreAfter != 1 {
+			t.Errorf("%s: status %s, score %s → %s, reason %q", res.ID, res.Status, osworld.ScoreText(res.ScoreBefore), osworld.ScoreText(res.ScoreAfter), res.Reason)
 		}
 	}
 }

@@ -105,6 +105,10 @@ const libreofficeSettings = `<?xml version="1.0" encoding="UTF-8"?>
 </oor:items>
 `
 
+// libreofficeIcons makes Colibre LibreOffice's icon theme (GNOME images).
+const libreofficeIcons = `<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="SymbolStyle" oor:op="fuse"><value>colibre</value></prop></item>
+`
+
 // pulseDefaults is read by PulseAudio after its default.pa, once
 // module-always-sink has made the null sink a desktop without sound hardware
 // gets. A new sink starts at 100%, where a fresh Ubuntu desktop's output is

@@ -23,8 +23,10 @@ var userGroups = []string{"adm", "cdrom", "sudo", "dip", "plugdev", "audio", "vi
 // applications' settings in its home; accessibility on in dconf;
 // google-chrome served by Chromium; Ubuntu's default video player; VLC's
 // HTTP interface; LibreOffice without its Tip of the Day; PulseAudio's
-// null sink at 40%; Xvfb's keymap compiled once (xkbcomp). What an
-// application needs is written only when the image has the application.
+// null sink at 40%; Xvfb's keymap compiled once (xkbcomp); where the
+// image has GNOME Shell, Ubuntu 22.04's dock, themes and favourites
+// (gnomeDefaults). What an application needs is written only when the
+// image has the application.
 func configure(rootfs string) error {
 	t := tree{root: rootfs, base: rootfs}
 	if err := t.users(); err != nil {
@@ -42,6 +44,20 @@ func configure(rootfs string) error {
 		{"etc/dconf/db/drums.d/00-drums", dconfDefaults, 0o644},
 		{"usr/share/applications/defaults.list", appDefaults(has(rootfs, "usr/bin/evince")), 0o644},
 		{"etc/pulse/default.pa.d/drums.pa", pulseDefaults, 0o644},
+	}
+	if has(rootfs, "usr/bin/gnome-shell") {
+		files = append(files, struct {
+			path string
+			data string
+			mode os.FileMode
+		}{"etc/dconf/db/drums.d/10-gnome", gnomeDefaults, 0o644})
+		if has(rootfs, chromiumBinary) {
+			files = append(files, struct {
+				path string
+				data string
+				mode os.FileMode
+			}{"usr/local/share/applications/google-chrome.desktop", chromeDesktopEntry, 0o644})
+		}
 	}
 	for _, f := range files {
 		if err := t.writeFile(f.path, []byte(f.data), f.mode, 0, 0); err != nil {
@@ -324,12 +340,31 @@ func (t tree) home() error {
 			return err
 		}
 	}
+	// GNOME Shell without GDM notifies "Screen Lock disabled" at its
+	// first start unless this mark exists; the VM's shell, under GDM,
+	// shows no such notification.
+	if has(t.base, "usr/bin/gnome-shell") {
+		if err := t.mkdir(filepath.Join(home, ".local/share/gnome-shell"), 0o700, uid, gid); err != nil {
+			return err
+		}
+		if err := t.writeFile(filepath.Join(home, ".local/share/gnome-shell/lock-warning-shown"), nil, 0o644, uid, gid); err != nil {
+			return err
+		}
+	}
 	for _, d := range []string{".config/vlc", ".config/libreoffice", ".config/libreoffice/4", ".config/libreoffice/4/user"} {
 		if err := t.mkdir(filepath.Join(home, d), 0o700, uid, gid); err != nil {
 			return err
 		}
 	}
-	if err := t.writeFile(filepath.Join(home, ".config/libreoffice/4/user/registrymodifications.xcu"), []byte(libreofficeSettings), 0o644, uid, gid); err != nil {
+	lo := libreofficeSettings
+	if has(t.base, "usr/bin/gnome-shell") {
+		// Under GNOME LibreOffice picks its icon theme after the GTK
+		// theme's name: Yaru's, which Debian does not package, and half its
+		// toolbar icons come out blank. Ubuntu's VM has Yaru's; Debian's
+		// own Colibre is what this image has.
+		lo = strings.Replace(lo, "</oor:items>", libreofficeIcons+"</oor:items>", 1)
+	}
+	if err := t.writeFile(filepath.Join(home, ".config/libreoffice/4/user/registrymodifications.xcu"), []byte(lo), 0o644, uid, gid); err != nil {
 		return err
 	}
 	return t.writeFile(filepath.Join(home, ".config/vlc/vlcrc"), []byte(vlcrc()), 0o644, uid, gid)
@@ -338,6 +373,58 @@ func (t tree) home() error {
 // dconfDefaults turn accessibility on for GNOME settings readers.
 const dconfDefaults = `[org/gnome/desktop/interface]
 toolkit-accessibility=true
+`
+
+// gnomeDefaults make GNOME Shell look as in OSWorld's Ubuntu 22.04 VM:
+// Ubuntu's dock (Debian's dash-to-dock, which ubuntu-dock forks, with
+// ubuntu-dock's defaults: on the left, the screen's height, always shown,
+// 48-pixel icons in the shrunk theme, 70 pixels wide as the VM's dock,
+// which OSWorld-G's annotations of VM screenshots put at x 0-70; the
+// shell starts on the desktop, not in the overview),
+// the Yaru GTK, icon and cursor themes, and OSWorld's applications as the
+// dock's favourites (Google Chrome is Chromium's launcher, chrome's entry;
+// VS Code, which the VM's dock has, is not a Debian package). No welcome
+// dialog (gnome-tour is not installed either). Screen lock and idle keep
+// GNOME's defaults, which tasks a4d98375 and bedcedc4 change before they
+// ask for them back: without gnome-session and gnome-settings-daemon
+// nothing dims, blanks or locks the screen.
+const gnomeDefaults = `[org/gnome/shell]
+favorite-apps=['google-chrome.desktop', 'thunderbird.desktop', 'vlc.desktop', 'libreoffice-writer.desktop', 'libreoffice-calc.desktop', 'libreoffice-impress.desktop', 'gimp.desktop', 'org.gnome.Nautilus.desktop', 'org.gnome.Terminal.desktop']
+welcome-dialog-last-shown-version='4294967295'
+
+[org/gnome/shell/extensions/dash-to-dock]
+dock-position='LEFT'
+extend-height=true
+dock-fixed=true
+dash-max-icon-size=48
+custom-theme-shrink=true
+disable-overview-on-startup=true
+
+[org/gnome/desktop/interface]
+gtk-theme='Yaru'
+icon-theme='Yaru'
+cursor-theme='Yaru'
+`
+
+// chromeDesktopEntry is Google Chrome's entry in GNOME's dock and
+// application grid, as in the VM (favourite google-chrome.desktop): the
+// launcher, with Chromium's icon (Debian has no Chrome icon). Its
+// StartupWMClass is the class of Chromium's windows, so that GNOME Shell
+// takes them for Google Chrome's (the top bar names the application, the
+// favourite shows it running), not for chromium.desktop's.
+const chromeDesktopEntry = `[Desktop Entry]
+Version=1.0
+Type=Application
+Name=Google Chrome
+GenericName=Web Browser
+Comment=Access the Internet
+Exec=/usr/local/bin/google-chrome %U
+Icon=chromium
+Terminal=false
+Categories=Network;WebBrowser;
+MimeType=text/html;text/xml;application/xhtml+xml;x-scheme-handler/http;x-scheme-handler/https;
+StartupNotify=true
+StartupWMClass=Chromium
 `
 
 // bashrcTitle keeps "Terminal" in the terminal's title: a dozen OSWorld

@@ -286,6 +286,23 @@ func TestConfigureAndLayer(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(coreLayer, "etc/localtime")); !os.IsNotExist(err) {
 		t.Errorf("core's layer has a time zone: %v", err)
 	}
+	if _, err := os.Lstat(filepath.Join(layer, "usr/share/gnome-shell")); !os.IsNotExist(err) {
+		t.Errorf("osworld's layer has GNOME Shell's files: %v", err)
+	}
+	// The GNOME profile's: Ubuntu's session mode with the dock and the
+	// terminal extension, whose Ctrl+Alt+T runs the image's terminal.
+	gnomeLayer := filepath.Join(t.TempDir(), "gnome")
+	if err := writeLayer(gnomeLayer, root, d, Recipes["osworld-gnome"]); err != nil {
+		t.Fatal(err)
+	}
+	readGNOME := func(p string) string { b, _ := os.ReadFile(filepath.Join(gnomeLayer, p)); return string(b) }
+	if m := readGNOME("usr/share/gnome-shell/modes/ubuntu.json"); !strings.Contains(m, `"dash-to-dock@micxgx.gmail.com", "drums@drums"`) ||
+		!strings.Contains(m, `"stylesheetName": "Yaru/gnome-shell.css"`) {
+		t.Errorf("session mode:\n%s", m)
+	}
+	if js := readGNOME("usr/share/gnome-shell/extensions/drums@drums/extension.js"); !strings.Contains(js, "create_from_commandline(`gnome-terminal`") {
+		t.Errorf("terminal extension:\n%s", js)
+	}
 	if target, err := os.Readlink(filepath.Join(layer, "usr/local/bin/python")); err != nil || target != "/usr/bin/python3" {
 		t.Errorf("python -> %q %v", target, err)
 	}

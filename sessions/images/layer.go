@@ -11,7 +11,7 @@ import (
 // layerVersion changes whenever drums' layer changes; a store makes the
 // layer of this version beside older ones the first time an image is used,
 // without touching the image.
-const layerVersion = 4
+const layerVersion = 5
 
 // ensureLayer makes drums' layer of this version for im if it is missing:
 // in a temporary directory, renamed into place, so a crash leaves no half
@@ -61,8 +61,8 @@ func (s *Store) ensureLayer(im *Image) error {
 // configuration (Ctrl+Alt+T opens the image's terminal), the placeholder
 // guestd is bound over, the host name, `python` where the image has only
 // python3 (OSWorld sends every action as `python -c ...`), and what the
-// image's recipe asks for of the VM's system: its system services and its
-// time zone.
+// image's recipe asks for of the VM's system: its system services, its
+// time zone and its shell (gnome.go).
 func writeLayer(dir, rootfs string, d Desktop, r Recipe) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("create drums layer: %w", err)
@@ -127,6 +127,11 @@ func writeLayer(dir, rootfs string, d Desktop, r Recipe) error {
 	}
 	if r.TimeZone != "" {
 		if err := t.writeTimeZone(r.TimeZone); err != nil {
+			return err
+		}
+	}
+	if r.Shell == ShellGNOME {
+		if err := t.writeGNOME(terminal); err != nil {
 			return err
 		}
 	}

@@ -26,7 +26,24 @@ type Recipe struct {
 	// TimeZone is the desktops' initial time zone, set in drums' layer;
 	// "" keeps the image's (Debian's installer-less build: Etc/UTC).
 	TimeZone string
+	// Shell is the desktop's shell: ShellOpenbox (the zero value) or
+	// ShellGNOME. Plans take their stack from it (the image's, not a
+	// flag of the desktop's), and drums' layer configures it.
+	Shell Shell
 }
+
+// A Shell is what draws a desktop's windows, panels and background.
+type Shell string
+
+const (
+	// ShellOpenbox is the light profile: openbox on a black screen, the
+	// desktops' density figures.
+	ShellOpenbox Shell = ""
+	// ShellGNOME is the fidelity profile: GNOME Shell in X11 mode with
+	// Ubuntu's session mode (Yaru, the dock on the left), the desktop
+	// OSWorld's VM shows.
+	ShellGNOME Shell = "gnome-shell"
+)
 
 // OSWorldTimeZone is the osworld recipe's time zone. No public OSWorld
 // material prints the VM's initial zone (its code, task files, issues and
@@ -72,12 +89,25 @@ var osworldPackages = []string{
 	"unzip", "zip", "jq", "git", "python3-pip", "bc", "python3-numpy",
 }
 
+// gnomePackages are GNOME Shell and what makes it look like Ubuntu
+// 22.04's: the dock (Debian's dash-to-dock, which Ubuntu's dock is a
+// fork of), the Yaru shell, GTK and icon themes, GNOME Settings, and
+// gnome-session-bin for the session's helpers GNOME Settings calls.
+var gnomePackages = []string{
+	"gnome-shell", "gnome-shell-extension-dashtodock",
+	"yaru-theme-gnome-shell", "yaru-theme-gtk", "yaru-theme-icon",
+	"gnome-control-center", "gnome-session-bin",
+}
+
 // Recipes are the built-in recipes, by name.
 var Recipes = map[string]Recipe{
 	"core": {Name: "core", Description: "the desktop stack, python3, sudo, terminals and what the stack's tests drive",
 		Packages: corePackages},
 	"osworld": {Name: "osworld", Description: "core plus OSWorld's applications: Chromium (as google-chrome), LibreOffice, GIMP, VLC, Thunderbird, nautilus",
 		Packages: slices.Concat(corePackages, osworldPackages), SystemServices: true, TimeZone: OSWorldTimeZone},
+	"osworld-gnome": {Name: "osworld-gnome", Description: "osworld on GNOME Shell: a top bar, the dock on the left and Yaru, as OSWorld's Ubuntu VM",
+		Packages: slices.Concat(corePackages, osworldPackages, gnomePackages), SystemServices: true, TimeZone: OSWorldTimeZone,
+		Shell: ShellGNOME},
 }
 
 // DefaultSuite is the suite a build without --suite uses.
@@ -85,7 +115,7 @@ const DefaultSuite = "bookworm"
 
 // recipeVersion changes whenever configure.go changes what it writes, so
 // that an image built by an older drums is not taken for this one's.
-const recipeVersion = 5
+const recipeVersion = 6
 
 // BuildOptions say what to build.
 type BuildOptions struct {

@@ -48,6 +48,9 @@ func (im *Image) recipe() Recipe {
 // (SystemBusConf, as root of the desktop).
 func (im *Image) SystemServices() bool { return im.recipe().SystemServices }
 
+// Shell is the shell desktops of the image run (Recipe.Shell).
+func (im *Image) Shell() Shell { return im.recipe().Shell }
+
 // writeSystemServices writes the system bus's configuration and the
 // service files of the daemons the image has.
 func (t tree) writeSystemServices() error {
