@@ -1,10 +1,15 @@
 package pyauto
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // The snippet parser takes whatever a client sends to /execute: it never
-// panics, and a trailing newline, which means nothing to Python, changes
-// nothing about what it parses.
+// panics, and a trailing newline changes nothing about what it parses,
+// as in Python, but for one case: a last line that ends in a backslash
+// continues onto the newline added, so Python refuses the code without it
+// ("unexpected EOF") and takes it with it.
 func FuzzSnippet(f *testing.F) {
 	for _, s := range []string{
 		"import pyautogui; pyautogui.click(100, 200)",
@@ -20,7 +25,8 @@ func FuzzSnippet(f *testing.F) {
 	f.Fuzz(func(t *testing.T, code string) {
 		stmts, ok := parseSnippet(code)
 		stmts2, ok2 := parseSnippet(code + "\n")
-		if ok != ok2 || len(stmts) != len(stmts2) {
+		continued := !ok && ok2 && strings.HasSuffix(code, "\\\n")
+		if !continued && (ok != ok2 || len(stmts) != len(stmts2)) {
 			t.Fatalf("parseSnippet(%q): ok %v, %d statements; with a newline: ok %v, %d", code, ok, len(stmts), ok2, len(stmts2))
 		}
 	})
