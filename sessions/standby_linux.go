@@ -258,10 +258,7 @@ func (e *Engine) resetWarm(ctx context.Context, rec *record, sb *standby) (*Sess
 	id := rec.Session.ID
 	// A standby still starting is waited for up to half of what is left
 	// of the reset's time: the other half is a cold start's.
-	wait, cancel := ctx, func() {}
-	if dl, ok := ctx.Deadline(); ok {
-		wait, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
-	}
+	wait, cancel := halfLeft(ctx)
 	defer cancel()
 	select {
 	case <-sb.up:
@@ -304,7 +301,12 @@ func (e *Engine) resetWarm(ctx context.Context, rec *record, sb *standby) (*Sess
 	}()
 	netReady := make(chan error, 1)
 	go func() { netReady <- e.cutOff(id, rec.Plan.Net) }()
-	if err := e.await(ctx, rec, sb.incarnation, netReady); err != nil {
+	// An up standby answers at once, unless its guestd or X died or hangs
+	// while it waited: that is given up with half of what is left, not
+	// all of it, so that the cold start that follows has time too.
+	up, cancelUp := halfLeft(ctx)
+	defer cancelUp()
+	if err := e.await(up, rec, sb.incarnation, netReady); err != nil {
 		sb.kill()
 		return nil, err
 	}
@@ -320,6 +322,16 @@ func (e *Engine) resetWarm(ctx context.Context, rec *record, sb *standby) (*Sess
 	e.log.Debug("session reset to its standby", "id", id, "ms", ms(time.Since(began)))
 	e.keepStandby(id, oldGone)
 	return rec.session(), nil
+}
+
+// halfLeft is ctx with half of the time it has left: a warm reset's
+// waits, which leave the other half to the cold start after their failure.
+func halfLeft(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
 }
 
 // standbyAlive reports whether the record's standby init runs.

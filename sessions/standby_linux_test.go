@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -154,6 +155,59 @@ func TestResetStandbyDied(t *testing.T) {
 	case <-next.done:
 	default:
 		t.Error("the standby outlived the remove")
+	}
+}
+
+// procOf is the pid of the process named comm in cgroup c.
+func procOf(t *testing.T, c CgroupPlan, comm string) int {
+	t.Helper()
+	pids, err := cgroupProcs(c.dir("pids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		if strings.TrimSpace(string(b)) == comm {
+			return pid
+		}
+	}
+	t.Fatalf("no %s in %v", comm, pids)
+	return 0
+}
+
+// A standby broken while it waits for a reset costs the reset at most
+// half of its time: the reset goes cold and is ready. One whose guestd
+// hangs is given up; one whose X server died ends itself, with nobody
+// serving it yet, before the reset kills the old desktop.
+func TestResetStandbyBroken(t *testing.T) {
+	for _, c := range []struct {
+		name, comm string
+		sig        unix.Signal
+	}{
+		{"guestd hangs", "guestd", unix.SIGSTOP},
+		{"X died", "Xvfb", unix.SIGKILL},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := needWorld(t)
+			eng := standbyEngine(t, false)
+			s := newSessionOf(t, eng, Request{})
+			sb := upStandby(t, eng, s.ID)
+			if err := unix.Kill(procOf(t, sb.plan.Cgroup, c.comm), c.sig); err != nil {
+				t.Fatal(err)
+			}
+			if c.sig == unix.SIGKILL {
+				select {
+				case <-sb.done:
+				case <-time.After(opTimeout):
+					t.Fatalf("the standby outlived its %s", c.comm)
+				}
+			}
+			r := resetClean(t, eng, s)
+			if r.Standby {
+				t.Errorf("reset took the broken standby: %+v", r)
+			}
+			removeClean(t, w, r, eng)
+		})
 	}
 }
 
