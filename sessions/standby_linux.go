@@ -300,7 +300,9 @@ func (e *Engine) resetWarm(ctx context.Context, rec *record, sb *standby) (*Sess
 		}
 	}()
 	netReady := make(chan error, 1)
-	go func() { netReady <- e.cutOff(id, rec.Plan.Net) }()
+	go func() {
+		netReady <- readySlot(sb.plan, func() error { return e.cutOff(id, rec.Plan.Net) })
+	}()
 	// An up standby answers at once, unless its guestd or X died or hangs
 	// while it waited: that is given up with half of what is left, not
 	// all of it, so that the cold start that follows has time too.

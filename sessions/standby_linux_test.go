@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/nftables"
 	"golang.org/x/sys/unix"
 )
 
@@ -81,7 +82,17 @@ func testResetStandby(t *testing.T, upperOnDisk bool) {
 		if wt := cpuWeight(t, sb.plan.Cgroup); wt != "2" && wt != "1" {
 			t.Errorf("round %d: the standby's CPU weight %s, want the least", round, wt)
 		}
+		if round == 1 {
+			// Gone as after the host's `nft flush ruleset`: a warm reset
+			// puts it back, as a cold start does.
+			dropTable(t, s.Plan)
+		}
 		r := resetClean(t, eng, s)
+		if nft, err := nftables.New(); err != nil {
+			t.Fatal(err)
+		} else if _, err := nft.ListTableOfFamily(r.Plan.Net.Table, nftables.TableFamilyINet); err != nil {
+			t.Errorf("round %d: the session's table after the reset: %v", round, err)
+		}
 		if !r.Standby || r.InitPID != sb.pid {
 			t.Errorf("round %d: reset to init %d (standby %v), want the standby %d", round, r.InitPID, r.Standby, sb.pid)
 		}
@@ -92,6 +103,19 @@ func testResetStandby(t *testing.T, upperOnDisk bool) {
 	}
 	upStandby(t, eng, s.ID)
 	removeClean(t, w, s, eng)
+}
+
+// dropTable deletes the session's nftables table.
+func dropTable(t *testing.T, p *Plan) {
+	t.Helper()
+	nft, err := nftables.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nft.DelTable(&nftables.Table{Name: p.Net.Table, Family: nftables.TableFamilyINet})
+	if err := nft.Flush(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // removeClean removes s through each of engines in turn and checks that
