@@ -256,6 +256,12 @@ func (e *Engine) dropStandby(id string) (wait func()) {
 // caller resets cold.
 func (e *Engine) resetWarm(ctx context.Context, rec *record, sb *standby) (*Session, error) {
 	id := rec.Session.ID
+	// From the reset on, its start (if it still starts) and then its
+	// desktop take CPU as the session's: the reset waits for it.
+	if err := setCPUWeight(sb.plan.Cgroup, false); err != nil {
+		sb.kill()
+		return nil, err
+	}
 	// A standby still starting is waited for up to half of what is left
 	// of the reset's time: the other half is a cold start's.
 	wait, cancel := halfLeft(ctx)
@@ -277,10 +283,6 @@ func (e *Engine) resetWarm(ctx context.Context, rec *record, sb *standby) (*Sess
 	default:
 	}
 	began := time.Now()
-	if err := setCPUWeight(sb.plan.Cgroup, false); err != nil {
-		sb.kill()
-		return nil, err
-	}
 	oldPID, oldStart := rec.Session.InitPID, rec.InitStart
 	fd, err := killInit(oldPID, oldStart)
 	if err != nil {

@@ -138,22 +138,54 @@ func TestResetStandbyStarting(t *testing.T) {
 	w := needWorld(t)
 	eng := standbyEngine(t, false)
 	s := newSessionOf(t, eng, Request{})
-	// Started, most likely not up yet: the reset waits for it.
+	// Started, and held still (frozen) until the reset waits for it.
 	eng.launching.Wait()
-	rctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	eng.mu.Lock()
+	sb := eng.standbys[s.ID]
+	eng.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	r, err := eng.Reset(rctx, s.ID)
-	if err != nil {
+	if err := freeze(ctx, sb.plan.Cgroup, true); err != nil {
 		t.Fatal(err)
 	}
-	if !r.Standby {
-		t.Errorf("a reset while the standby started went cold: %+v", r)
+	// Whatever fails, it is thawed before the engine's cleanup kills it
+	// (a frozen process dies only once thawed); by then it may be gone.
+	t.Cleanup(func() { freeze(context.Background(), sb.plan.Cgroup, false) })
+	thaw := func() {
+		if err := freeze(ctx, sb.plan.Cgroup, false); err != nil {
+			t.Error(err)
+		}
 	}
-	if err := answers(r); err != nil {
+	select {
+	case <-sb.up:
+		thaw()
+		t.Fatal("the standby was up before it was frozen")
+	default:
+	}
+	type result struct {
+		s   *Session
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := eng.Reset(ctx, s.ID)
+		done <- result{r, err}
+	}()
+	// The reset took it: its start gets the session's CPU weight at once.
+	waitFor(t, func() bool { wt := cpuWeight(t, sb.plan.Cgroup); return wt == "1024" || wt == "100" })
+	thaw()
+	res := <-done
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if !res.s.Standby || res.s.InitPID != sb.pid {
+		t.Errorf("a reset while the standby started did not take it: %+v", res.s)
+	}
+	if err := answers(res.s); err != nil {
 		t.Error(err)
 	}
 	upStandby(t, eng, s.ID)
-	removeClean(t, w, r, eng)
+	removeClean(t, w, res.s, eng)
 }
 
 func TestResetStandbyDied(t *testing.T) {
