@@ -310,19 +310,23 @@ func (e *Engine) resetWarm(ctx context.Context, rec *record, sb *standby) (*Sess
 	// all of it, so that the cold start that follows has time too.
 	up, cancelUp := halfLeft(ctx)
 	defer cancelUp()
-	if err := e.await(up, rec, sb.incarnation, netReady); err != nil {
+	// The record changes only once the standby is the session: on a
+	// failure the cold reset that follows starts from the old one.
+	next := *rec
+	if err := e.await(up, &next, sb.incarnation, netReady); err != nil {
 		sb.kill()
 		return nil, err
 	}
 	os.Remove(filepath.Join(rec.Plan.Root.SessionDir, exitFile))
-	rec.Plan = sb.plan
-	rec.Session.InitPID, rec.InitStart, rec.Standby = sb.pid, sb.start, nil
-	rec.Session.Resets++
-	rec.Session.State, rec.Session.Reason, rec.Session.Standby = StateReady, "", true
-	if err := e.writeRecord(rec); err != nil {
+	next.Plan = sb.plan
+	next.Session.InitPID, next.InitStart, next.Standby = sb.pid, sb.start, nil
+	next.Session.Resets++
+	next.Session.State, next.Session.Reason, next.Session.Standby = StateReady, "", true
+	if err := e.writeRecord(&next); err != nil {
 		sb.kill()
 		return nil, err
 	}
+	*rec = next
 	e.log.Debug("session reset to its standby", "id", id, "ms", ms(time.Since(began)))
 	e.keepStandby(id, oldGone)
 	return rec.session(), nil
