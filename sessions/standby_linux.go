@@ -38,7 +38,10 @@ type standby struct {
 
 // keepStandby starts the next standby of session id in the background
 // when the engine keeps standbys, once after is closed (the previous
-// incarnation, whose names the standby takes, is gone; nil: at once).
+// incarnation, whose names the standby takes, is gone; nil: at once) and
+// the desktop an earlier warm reset left dying is gone too: a cold reset
+// right after a warm one takes the warm one's names, and its standby the
+// names of the desktop the warm one killed.
 func (e *Engine) keepStandby(id string, after <-chan struct{}) {
 	if !e.cfg.Standby {
 		return
@@ -47,6 +50,10 @@ func (e *Engine) keepStandby(id string, after <-chan struct{}) {
 	defer e.mu.Unlock()
 	if e.closed {
 		return
+	}
+	prev := e.dying[id]
+	if after != nil {
+		e.dying[id] = after
 	}
 	e.launching.Add(1)
 	started := make(chan struct{})
@@ -61,9 +68,16 @@ func (e *Engine) keepStandby(id string, after <-chan struct{}) {
 			e.mu.Unlock()
 			close(started)
 		}()
-		if after != nil {
-			<-after
+		for _, gone := range []<-chan struct{}{prev, after} {
+			if gone != nil {
+				<-gone
+			}
 		}
+		e.mu.Lock()
+		if after != nil && e.dying[id] == after {
+			delete(e.dying, id)
+		}
+		e.mu.Unlock()
 		if err := e.startStandby(id); err != nil {
 			e.log.Warn("session standby not started", "id", id, "err", err)
 		}
