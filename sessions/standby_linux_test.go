@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -78,6 +79,20 @@ func testResetStandby(t *testing.T, upperOnDisk bool) {
 		}
 		if rec, err := eng.readRecord(s.ID); err != nil || rec.Standby == nil || rec.Standby.PID != sb.pid {
 			t.Errorf("round %d: the record names standby %+v, want pid %d (%v)", round, rec.Standby, sb.pid, err)
+		}
+		// An exec that read the record before a reset, and dials the
+		// control socket a later standby binds under the same path, is
+		// refused: the socket is not the session's init's.
+		if c, err := dialControl(sb.plan.Root.Control, s.InitPID); !errors.Is(err, ErrNotReady) {
+			t.Errorf("round %d: dial the standby's control socket as the session's: %v", round, err)
+			if c != nil {
+				c.close()
+			}
+		}
+		if c, err := dialControl(sb.plan.Root.Control, sb.pid); err != nil {
+			t.Errorf("round %d: dial the standby's control socket as its own: %v", round, err)
+		} else {
+			c.close()
 		}
 		if wt := cpuWeight(t, sb.plan.Cgroup); wt != "2" && wt != "1" {
 			t.Errorf("round %d: the standby's CPU weight %s, want the least", round, wt)
