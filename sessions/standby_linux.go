@@ -356,20 +356,11 @@ func halfLeft(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
 }
 
-// standbyAlive reports whether the record's standby init runs.
-func (r *record) standbyAlive() bool {
-	if r.Standby == nil || r.Standby.PID <= 0 {
-		return false
-	}
-	start, alive := procStart(r.Standby.PID)
-	return alive && start == r.Standby.Start
-}
-
 // sweepStandby removes the cgroup directories of a live session's other
 // incarnation when no standby runs in them (its engine went away): an
 // rmdir only, which fails while anything is in them.
 func (e *Engine) sweepStandby(rec *record) []string {
-	if rec.Plan == nil || rec.standbyAlive() {
+	if rec.Plan == nil || (rec.Standby != nil && rec.Standby.alive()) {
 		return nil
 	}
 	var out []string
