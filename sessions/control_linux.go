@@ -225,10 +225,30 @@ func setEnv(env []string, kv ...string) []string {
 // read ends, and the descriptor number is not reused under it.
 type ctlConn struct{ c *net.UnixConn }
 
-func dialControl(path string) (*ctlConn, error) {
+// dialControl connects to init's control socket at path, which must be
+// served by init pid, read from the record with path: a
+// standby binds the same path long before a reset makes it the session,
+// and a request read before that reset must not wait in its backlog to
+// act on the next episode. The kernel names the listener's process
+// (SO_PEERCRED, in this process's PID namespace).
+func dialControl(path string, pid int) (*ctlConn, error) {
 	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: path, Net: "unixpacket"})
 	if err != nil {
 		return nil, fmt.Errorf("connect to init at %s: %w", path, err)
+	}
+	var cred *unix.Ucred
+	raw, err := c.SyscallConn()
+	if err == nil {
+		cerr := raw.Control(func(fd uintptr) { cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
+		err = errors.Join(err, cerr)
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("peer of control socket %s: %w", path, err)
+	}
+	if int(cred.Pid) != pid {
+		c.Close()
+		return nil, fmt.Errorf("control socket %s is served by pid %d, not the session's init %d (reset meanwhile): %w", path, cred.Pid, pid, ErrNotReady)
 	}
 	return &ctlConn{c}, nil
 }

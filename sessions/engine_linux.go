@@ -37,9 +37,12 @@ type Engine struct {
 	// standbys are the sessions' standbys this process keeps
 	// (standby_linux.go), by session id; launching counts the standbys
 	// being started, starting has each one's channel, closed once it is
-	// started or not, and closed stops new ones (Close).
+	// started or not, and closed stops new ones (Close). dying has, by
+	// session id, the desktop a warm reset left dying, closed once it is
+	// gone: the next standby, which takes its names, waits for it.
 	standbys  map[string]*standby
 	starting  map[string]chan struct{}
+	dying     map[string]<-chan struct{}
 	launching sync.WaitGroup
 	closed    bool
 }
@@ -56,7 +59,7 @@ func New(cfg Config) (*Engine, error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("sessions need root (namespaces, mounts, veths, nftables, cgroups): %w", ErrUnsupported)
 	}
-	e := &Engine{cfg: cfg, dir: filepath.Join(cfg.StateDir, cfg.Prefix), log: cfg.Logger, children: map[int]chan struct{}{}, held: map[string]heldClaims{}, standbys: map[string]*standby{}, starting: map[string]chan struct{}{}}
+	e := &Engine{cfg: cfg, dir: filepath.Join(cfg.StateDir, cfg.Prefix), log: cfg.Logger, children: map[int]chan struct{}{}, held: map[string]heldClaims{}, standbys: map[string]*standby{}, starting: map[string]chan struct{}{}, dying: map[string]<-chan struct{}{}}
 	if e.facts, err = gatherFacts(cfg); err != nil {
 		return nil, err
 	}

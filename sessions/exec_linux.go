@@ -14,7 +14,7 @@ import (
 
 // status asks init how the stack processes are.
 func (e *Engine) status(ctx context.Context, rec *record) (map[string]string, error) {
-	conn, err := dialControl(rec.Plan.Root.Control)
+	conn, err := dialControl(rec.Plan.Root.Control, rec.Session.InitPID)
 	if err != nil {
 		return nil, err
 	}
@@ -47,9 +47,9 @@ func (e *Engine) Exec(ctx context.Context, id string, argv []string, opts ExecOp
 	if err != nil {
 		return ExecResult{}, err
 	}
-	control := rec.Plan.Root.Control
+	control, pid := rec.Plan.Root.Control, rec.Session.InitPID
 	lk.unlock() // a reset or removal may proceed: the process dies with the session
-	conn, err := dialControl(control)
+	conn, err := dialControl(control, pid)
 	if err != nil {
 		return ExecResult{}, err
 	}

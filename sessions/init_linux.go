@@ -39,6 +39,9 @@ type initProc struct {
 
 	mu    sync.Mutex
 	procs map[string]*stackProc
+	// end says which essential process exited (and how), once the stack
+	// is up: a standby waiting for "net" ends on it as serve does.
+	end <-chan string
 
 	// trim gives the memory that serving the control socket took back to
 	// the kernel once the socket has been quiet for initTrimAfter.
@@ -205,10 +208,15 @@ func (in *initProc) run(args []string, syncF *os.File) error {
 			if err != nil {
 				return err
 			}
+		case reason := <-in.end:
+			// A standby whose X or bus died while it waited: it ends, and
+			// the reset that would have taken it goes cold instead.
+			return fmt.Errorf("%s before the network was up: %w", reason, ErrStack)
 		case err := <-stackErr:
 			if err != nil {
 				return err
 			}
+			in.end = in.watchEssential()
 			// A standby (standby_linux.go) waits here, its desktop up
 			// and no network, until a reset takes it.
 			if standby {
@@ -256,25 +264,11 @@ const initTrimAfter = 10 * time.Second
 func (in *initProc) serve() int {
 	in.trim = time.AfterFunc(initTrimAfter, debug.FreeOSMemory)
 	go in.serveControl()
-	end := make(chan string, 1)
-	in.mu.Lock()
-	for _, p := range in.procs {
-		if p.essential {
-			go func() {
-				<-p.exited
-				select {
-				case end <- fmt.Sprintf("%s %s", p.name, describeString(p.status)):
-				default:
-				}
-			}()
-		}
-	}
-	in.mu.Unlock()
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
 	for {
 		select {
-		case reason := <-end:
+		case reason := <-in.end:
 			// The desktop cannot go on without it: say why where the
 			// engine looks, and end the session (the kernel kills the rest).
 			fmt.Fprintf(in.log, "init: %s: ending the session\n", reason)
@@ -290,6 +284,26 @@ func (in *initProc) serve() int {
 			}
 		}
 	}
+}
+
+// watchEssential returns a channel that gets which essential process of
+// the stack exited first, and how.
+func (in *initProc) watchEssential() <-chan string {
+	end := make(chan string, 1)
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, p := range in.procs {
+		if p.essential {
+			go func() {
+				<-p.exited
+				select {
+				case end <- fmt.Sprintf("%s %s", p.name, describeString(p.status)):
+				default:
+				}
+			}()
+		}
+	}
+	return end
 }
 
 // waitStack gives the stack processes up to d to exit.

@@ -38,7 +38,10 @@ type standby struct {
 
 // keepStandby starts the next standby of session id in the background
 // when the engine keeps standbys, once after is closed (the previous
-// incarnation, whose names the standby takes, is gone; nil: at once).
+// incarnation, whose names the standby takes, is gone; nil: at once) and
+// the desktop an earlier warm reset left dying is gone too: a cold reset
+// right after a warm one takes the warm one's names, and its standby the
+// names of the desktop the warm one killed.
 func (e *Engine) keepStandby(id string, after <-chan struct{}) {
 	if !e.cfg.Standby {
 		return
@@ -47,6 +50,10 @@ func (e *Engine) keepStandby(id string, after <-chan struct{}) {
 	defer e.mu.Unlock()
 	if e.closed {
 		return
+	}
+	prev := e.dying[id]
+	if after != nil {
+		e.dying[id] = after
 	}
 	e.launching.Add(1)
 	started := make(chan struct{})
@@ -61,9 +68,16 @@ func (e *Engine) keepStandby(id string, after <-chan struct{}) {
 			e.mu.Unlock()
 			close(started)
 		}()
-		if after != nil {
-			<-after
+		for _, gone := range []<-chan struct{}{prev, after} {
+			if gone != nil {
+				<-gone
+			}
 		}
+		e.mu.Lock()
+		if after != nil && e.dying[id] == after {
+			delete(e.dying, id)
+		}
+		e.mu.Unlock()
 		if err := e.startStandby(id); err != nil {
 			e.log.Warn("session standby not started", "id", id, "err", err)
 		}
@@ -256,12 +270,15 @@ func (e *Engine) dropStandby(id string) (wait func()) {
 // caller resets cold.
 func (e *Engine) resetWarm(ctx context.Context, rec *record, sb *standby) (*Session, error) {
 	id := rec.Session.ID
+	// From the reset on, its start (if it still starts) and then its
+	// desktop take CPU as the session's: the reset waits for it.
+	if err := setCPUWeight(sb.plan.Cgroup, false); err != nil {
+		sb.kill()
+		return nil, err
+	}
 	// A standby still starting is waited for up to half of what is left
 	// of the reset's time: the other half is a cold start's.
-	wait, cancel := ctx, func() {}
-	if dl, ok := ctx.Deadline(); ok {
-		wait, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
-	}
+	wait, cancel := halfLeft(ctx)
 	defer cancel()
 	select {
 	case <-sb.up:
@@ -280,10 +297,6 @@ func (e *Engine) resetWarm(ctx context.Context, rec *record, sb *standby) (*Sess
 	default:
 	}
 	began := time.Now()
-	if err := setCPUWeight(sb.plan.Cgroup, false); err != nil {
-		sb.kill()
-		return nil, err
-	}
 	oldPID, oldStart := rec.Session.InitPID, rec.InitStart
 	fd, err := killInit(oldPID, oldStart)
 	if err != nil {
@@ -303,39 +316,51 @@ func (e *Engine) resetWarm(ctx context.Context, rec *record, sb *standby) (*Sess
 		}
 	}()
 	netReady := make(chan error, 1)
-	go func() { netReady <- e.cutOff(id, rec.Plan.Net) }()
-	if err := e.await(ctx, rec, sb.incarnation, netReady); err != nil {
+	go func() {
+		netReady <- readySlot(sb.plan, func() error { return e.cutOff(id, rec.Plan.Net) })
+	}()
+	// An up standby answers at once, unless its guestd or X died or hangs
+	// while it waited: that is given up with half of what is left, not
+	// all of it, so that the cold start that follows has time too.
+	up, cancelUp := halfLeft(ctx)
+	defer cancelUp()
+	// The record changes only once the standby is the session: on a
+	// failure the cold reset that follows starts from the old one.
+	next := *rec
+	if err := e.await(up, &next, sb.incarnation, netReady); err != nil {
 		sb.kill()
 		return nil, err
 	}
 	os.Remove(filepath.Join(rec.Plan.Root.SessionDir, exitFile))
-	rec.Plan = sb.plan
-	rec.Session.InitPID, rec.InitStart, rec.Standby = sb.pid, sb.start, nil
-	rec.Session.Resets++
-	rec.Session.State, rec.Session.Reason, rec.Session.Standby = StateReady, "", true
-	if err := e.writeRecord(rec); err != nil {
+	next.Plan = sb.plan
+	next.Session.InitPID, next.InitStart, next.Standby = sb.pid, sb.start, nil
+	next.Session.Resets++
+	next.Session.State, next.Session.Reason, next.Session.Standby = StateReady, "", true
+	if err := e.writeRecord(&next); err != nil {
 		sb.kill()
 		return nil, err
 	}
+	*rec = next
 	e.log.Debug("session reset to its standby", "id", id, "ms", ms(time.Since(began)))
 	e.keepStandby(id, oldGone)
 	return rec.session(), nil
 }
 
-// standbyAlive reports whether the record's standby init runs.
-func (r *record) standbyAlive() bool {
-	if r.Standby == nil || r.Standby.PID <= 0 {
-		return false
+// halfLeft is ctx with half of the time it has left: a warm reset's
+// waits, which leave the other half to the cold start after their failure.
+func halfLeft(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
 	}
-	start, alive := procStart(r.Standby.PID)
-	return alive && start == r.Standby.Start
+	return context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
 }
 
 // sweepStandby removes the cgroup directories of a live session's other
 // incarnation when no standby runs in them (its engine went away): an
 // rmdir only, which fails while anything is in them.
 func (e *Engine) sweepStandby(rec *record) []string {
-	if rec.Plan == nil || rec.standbyAlive() {
+	if rec.Plan == nil || (rec.Standby != nil && rec.Standby.alive()) {
 		return nil
 	}
 	var out []string

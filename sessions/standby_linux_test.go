@@ -2,12 +2,15 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/nftables"
 	"golang.org/x/sys/unix"
 )
 
@@ -77,10 +80,34 @@ func testResetStandby(t *testing.T, upperOnDisk bool) {
 		if rec, err := eng.readRecord(s.ID); err != nil || rec.Standby == nil || rec.Standby.PID != sb.pid {
 			t.Errorf("round %d: the record names standby %+v, want pid %d (%v)", round, rec.Standby, sb.pid, err)
 		}
+		// An exec that read the record before a reset, and dials the
+		// control socket a later standby binds under the same path, is
+		// refused: the socket is not the session's init's.
+		if c, err := dialControl(sb.plan.Root.Control, s.InitPID); !errors.Is(err, ErrNotReady) {
+			t.Errorf("round %d: dial the standby's control socket as the session's: %v", round, err)
+			if c != nil {
+				c.close()
+			}
+		}
+		if c, err := dialControl(sb.plan.Root.Control, sb.pid); err != nil {
+			t.Errorf("round %d: dial the standby's control socket as its own: %v", round, err)
+		} else {
+			c.close()
+		}
 		if wt := cpuWeight(t, sb.plan.Cgroup); wt != "2" && wt != "1" {
 			t.Errorf("round %d: the standby's CPU weight %s, want the least", round, wt)
 		}
+		if round == 1 {
+			// Gone as after the host's `nft flush ruleset`: a warm reset
+			// puts it back, as a cold start does.
+			dropTable(t, s.Plan)
+		}
 		r := resetClean(t, eng, s)
+		if nft, err := nftables.New(); err != nil {
+			t.Fatal(err)
+		} else if _, err := nft.ListTableOfFamily(r.Plan.Net.Table, nftables.TableFamilyINet); err != nil {
+			t.Errorf("round %d: the session's table after the reset: %v", round, err)
+		}
 		if !r.Standby || r.InitPID != sb.pid {
 			t.Errorf("round %d: reset to init %d (standby %v), want the standby %d", round, r.InitPID, r.Standby, sb.pid)
 		}
@@ -91,6 +118,19 @@ func testResetStandby(t *testing.T, upperOnDisk bool) {
 	}
 	upStandby(t, eng, s.ID)
 	removeClean(t, w, s, eng)
+}
+
+// dropTable deletes the session's nftables table.
+func dropTable(t *testing.T, p *Plan) {
+	t.Helper()
+	nft, err := nftables.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nft.DelTable(&nftables.Table{Name: p.Net.Table, Family: nftables.TableFamilyINet})
+	if err := nft.Flush(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // removeClean removes s through each of engines in turn and checks that
@@ -113,22 +153,54 @@ func TestResetStandbyStarting(t *testing.T) {
 	w := needWorld(t)
 	eng := standbyEngine(t, false)
 	s := newSessionOf(t, eng, Request{})
-	// Started, most likely not up yet: the reset waits for it.
+	// Started, and held still (frozen) until the reset waits for it.
 	eng.launching.Wait()
-	rctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	eng.mu.Lock()
+	sb := eng.standbys[s.ID]
+	eng.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	r, err := eng.Reset(rctx, s.ID)
-	if err != nil {
+	if err := freeze(ctx, sb.plan.Cgroup, true); err != nil {
 		t.Fatal(err)
 	}
-	if !r.Standby {
-		t.Errorf("a reset while the standby started went cold: %+v", r)
+	// Whatever fails, it is thawed before the engine's cleanup kills it
+	// (a frozen process dies only once thawed); by then it may be gone.
+	t.Cleanup(func() { freeze(context.Background(), sb.plan.Cgroup, false) })
+	thaw := func() {
+		if err := freeze(ctx, sb.plan.Cgroup, false); err != nil {
+			t.Error(err)
+		}
 	}
-	if err := answers(r); err != nil {
+	select {
+	case <-sb.up:
+		thaw()
+		t.Fatal("the standby was up before it was frozen")
+	default:
+	}
+	type result struct {
+		s   *Session
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := eng.Reset(ctx, s.ID)
+		done <- result{r, err}
+	}()
+	// The reset took it: its start gets the session's CPU weight at once.
+	waitFor(t, func() bool { wt := cpuWeight(t, sb.plan.Cgroup); return wt == "1024" || wt == "100" })
+	thaw()
+	res := <-done
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if !res.s.Standby || res.s.InitPID != sb.pid {
+		t.Errorf("a reset while the standby started did not take it: %+v", res.s)
+	}
+	if err := answers(res.s); err != nil {
 		t.Error(err)
 	}
 	upStandby(t, eng, s.ID)
-	removeClean(t, w, r, eng)
+	removeClean(t, w, res.s, eng)
 }
 
 func TestResetStandbyDied(t *testing.T) {
@@ -154,6 +226,59 @@ func TestResetStandbyDied(t *testing.T) {
 	case <-next.done:
 	default:
 		t.Error("the standby outlived the remove")
+	}
+}
+
+// procOf is the pid of the process named comm in cgroup c.
+func procOf(t *testing.T, c CgroupPlan, comm string) int {
+	t.Helper()
+	pids, err := cgroupProcs(c.dir("pids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		if strings.TrimSpace(string(b)) == comm {
+			return pid
+		}
+	}
+	t.Fatalf("no %s in %v", comm, pids)
+	return 0
+}
+
+// A standby broken while it waits for a reset costs the reset at most
+// half of its time: the reset goes cold and is ready. One whose guestd
+// hangs is given up; one whose X server died ends itself, with nobody
+// serving it yet, before the reset kills the old desktop.
+func TestResetStandbyBroken(t *testing.T) {
+	for _, c := range []struct {
+		name, comm string
+		sig        unix.Signal
+	}{
+		{"guestd hangs", "guestd", unix.SIGSTOP},
+		{"X died", "Xvfb", unix.SIGKILL},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := needWorld(t)
+			eng := standbyEngine(t, false)
+			s := newSessionOf(t, eng, Request{})
+			sb := upStandby(t, eng, s.ID)
+			if err := unix.Kill(procOf(t, sb.plan.Cgroup, c.comm), c.sig); err != nil {
+				t.Fatal(err)
+			}
+			if c.sig == unix.SIGKILL {
+				select {
+				case <-sb.done:
+				case <-time.After(opTimeout):
+					t.Fatalf("the standby outlived its %s", c.comm)
+				}
+			}
+			r := resetClean(t, eng, s)
+			if r.Standby {
+				t.Errorf("reset took the broken standby: %+v", r)
+			}
+			removeClean(t, w, r, eng)
+		})
 	}
 }
 

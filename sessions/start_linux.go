@@ -41,17 +41,11 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 		}
 	}()
 	// The slot's network is made ready for the new desktop while init
-	// starts and the desktop with it: the session's nftables table
-	// installed (the kernel's commit takes ~9 ms) and the slot cleared
-	// (deleting a veth takes 14-23 ms). Init makes no network, so nothing
-	// reaches the desktop, before it gets "net", which waits for both.
+	// starts and the desktop with it (readySlot). Init makes no network,
+	// so nothing reaches the desktop, before it gets "net", which waits
+	// for it.
 	netReady := make(chan error, 1)
-	go func() {
-		tabled := make(chan error, 1)
-		go func() { tabled <- installTable(p) }()
-		err := clear()
-		netReady <- errors.Join(err, <-tabled)
-	}()
+	go func() { netReady <- readySlot(p, clear) }()
 	// Every return waits for it: the caller's teardown must not race the
 	// table's install or the veth's deletion.
 	prepared := func(err error) error {
@@ -65,11 +59,6 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 		return prepared(fmt.Errorf("%w: %w", err, ErrNoImage))
 	}
 	defer hold.Close()
-	if p.Net.Egress {
-		if err := enableForwarding(); err != nil {
-			return prepared(err)
-		}
-	}
 	if err := e.prepare(ctx, p); err != nil {
 		return prepared(err)
 	}
@@ -253,6 +242,21 @@ func initError(m syncMsg) error {
 		kind = ErrStack
 	}
 	return fmt.Errorf("%s: %w", m.Message, kind)
+}
+
+// readySlot makes the slot's network ready for a desktop of plan p: the
+// session's nftables table installed (the kernel's commit takes ~9 ms),
+// IPv4 forwarding on if the desktop has egress, and the slot cleared by
+// clear (deleting a veth takes 14-23 ms). All are idempotent: a reset
+// finds them in place.
+func readySlot(p *Plan, clear func() error) error {
+	tabled := make(chan error, 1)
+	go func() { tabled <- installTable(p) }()
+	err := clear()
+	if p.Net.Egress {
+		err = errors.Join(err, enableForwarding())
+	}
+	return errors.Join(err, <-tabled)
 }
 
 // installTable installs the session's nftables table unless it is in

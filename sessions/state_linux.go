@@ -201,11 +201,17 @@ func procStart(pid int) (start uint64, alive bool) {
 
 // initAlive reports whether the record's init still runs.
 func (r *record) initAlive() bool {
-	if r.Session.InitPID <= 0 {
+	return initRef{PID: r.Session.InitPID, Start: r.InitStart}.alive()
+}
+
+// alive reports whether the init named still runs, not a process that
+// reused its pid.
+func (i initRef) alive() bool {
+	if i.PID <= 0 {
 		return false
 	}
-	start, alive := procStart(r.Session.InitPID)
-	return alive && start == r.InitStart
+	start, alive := procStart(i.PID)
+	return alive && start == i.Start
 }
 
 // findInits scans /proc for session inits of prefix: `drums init <id>`.

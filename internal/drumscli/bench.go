@@ -122,7 +122,7 @@ Flags:
 	fs.StringVar(&r.Out, "out", r.Out, "directory for the report")
 	fs.StringVar(&r.Name, "name", r.Name, "the report's file name, without .md, .svg or .json")
 	fs.IntVar(&r.Sessions, "sessions", r.Sessions, "light desktops of the sessions part")
-	fs.BoolVar(&r.Standby, "standby", false, "the run's engine keeps standbys (as drums serve --standby): resets take them; the sessions part counts their memory in each desktop's and says how many resets took one (the other parts' desktops get standbys too: run it with --parts sessions)")
+	fs.BoolVar(&r.Standby, "standby", false, "the run's engine keeps standbys (as drums serve --standby): resets take them; the sessions part counts their memory in each desktop's and says how many resets took one (with --parts sessions only: the other parts do not count standbys)")
 	fs.DurationVar(&r.Idle, "idle", r.Idle, "idle time before the memory is read (guestd gives back its screenshot memory after 60 s idle)")
 	fs.StringVar(&r.LightImage, "light-image", r.LightImage, "the image of the sessions part's desktops")
 	fs.StringVar(&density, "density", density, "the density part's ramps, WORKLOAD=MAX[:STEP] comma-separated (workloads: chromium, calc, idle)")
@@ -167,6 +167,12 @@ Flags:
 	}
 	if len(r.Parts) == 0 {
 		return cfg, errors.New("--parts names no part")
+	}
+	// Only the sessions part counts a standby's cgroup: the others would
+	// report desktops at half what they hold, and their timings beside
+	// starts they do not name.
+	if r.Standby && (len(r.Parts) != 1 || r.Parts[0] != bench.PartSessions) {
+		return cfg, fmt.Errorf("--standby measures the sessions part only: run it with --parts %s", bench.PartSessions)
 	}
 	var err error
 	if r.Density, err = parseDensity(density); err != nil {

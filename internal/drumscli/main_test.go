@@ -242,6 +242,7 @@ func TestBadCommandLine(t *testing.T) {
 		{[]string{"bench", "extra"}, "", `drums bench: unexpected arguments ["extra"] (see drums bench --help)`},
 		{[]string{"bench", "--parts", "latency,speed"}, "", `drums bench: --parts: unknown part "speed" (the parts: sessions, density, latency, steps)`},
 		{[]string{"bench", "--parts", ","}, "", "drums bench: --parts names no part"},
+		{[]string{"bench", "--standby"}, "", "drums bench: --standby measures the sessions part only: run it with --parts sessions"},
 		{[]string{"bench", "--step-desktops", "1,0"}, "", `drums bench: --step-desktops "1,0": want counts from 1 to 100, comma-separated`},
 		{[]string{"bench", "--step-desktops", "ten"}, "", `drums bench: --step-desktops "ten": want counts from 1 to 100, comma-separated`},
 		{[]string{"bench", "--sessions", "0"}, "", "drums bench: --sessions 0: must be at least 1"},
