@@ -509,7 +509,10 @@ const wmReadyLine = "drums: window manager ready"
 // started" are not enough: a screenshot then shows no top bar, or no
 // dock. Neither window manager is essential: when it exits, as when a
 // task replaces it (gnome-shell --replace), Xvfb, guestd and the
-// applications go on, as in the VM.
+// applications go on. Unlike the VM, where gnome-session starts GNOME
+// Shell again when it exits, nothing here restarts a window manager that
+// exits: the desktop has none until a task starts one or the session is
+// reset.
 func windowManager(shell images.Shell) Proc {
 	if shell == images.ShellGNOME {
 		return Proc{Name: "gnome-shell", Argv: []string{"gnome-shell", "--x11", "--sm-disable", "--mode=" + images.GNOMESessionMode},

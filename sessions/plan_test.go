@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,8 +165,20 @@ func TestPlan(t *testing.T) {
 	if want := []string{"xvfb", "dbus", "openbox", "at-spi", "guestd"}; !slices.Equal(names, want) {
 		t.Errorf("stack %v, want %v", names, want)
 	}
-	if x := p.Stack[0].Argv; !slices.Contains(x, "-noreset") || !slices.Contains(x, "-displayfd") || !slices.Contains(x, "GLX") {
-		t.Errorf("Xvfb argv %v", x)
+	if x := p.Stack[0].Argv; !slices.Contains(x, "-noreset") || !slices.Contains(x, "-displayfd") || !strings.Contains(strings.Join(x, " "), "-extension GLX") {
+		t.Errorf("Xvfb argv %v: want GLX off for a light image", x)
+	}
+	// A light image's window manager is openbox, whole, and nothing of
+	// GNOME's environment reaches its desktop.
+	openbox := Proc{Name: "openbox", Argv: []string{"openbox", "--sm-disable", "--startup", "/bin/sh -c 'echo drums: window manager ready'"},
+		Env: []string{"XCOMPOSEFILE=/dev/null"}, Needs: []string{"xvfb"}, Ready: "log", ReadyLine: "drums: window manager ready"}
+	if wm := p.Stack[2]; !reflect.DeepEqual(wm, openbox) {
+		t.Errorf("window manager %+v, want %+v", wm, openbox)
+	}
+	for _, e := range p.Env {
+		if strings.HasPrefix(e, "XDG_CURRENT_DESKTOP=") {
+			t.Errorf("light image's env has %s", e)
+		}
 	}
 	if g := p.Stack[4].Argv; !slices.Equal(g, []string{images.GuestdPath, "--listen", "0.0.0.0:5000", "--vnc-listen", "0.0.0.0:8006"}) {
 		t.Errorf("guestd argv %v", g)

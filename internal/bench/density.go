@@ -80,7 +80,7 @@ func Workloads() []Workload {
 				{Sh: "setsid -f soffice --calc --infilter=CSV:44,34,76,1 $HOME/density/sheet.csv >/dev/null 2>&1 </dev/null"},
 				{Sh: "wmctrl -l | grep -q 'sheet.csv'", Until: 120},
 			}}},
-		{Name: WorkloadIdle, Doc: "nothing open (light desktops)", Light: true, Guess: 100 << 10},
+		{Name: WorkloadIdle, Doc: "nothing open (desktops of the light image)", Light: true, Guess: 100 << 10},
 	}
 }
 

@@ -92,7 +92,7 @@ func runSessions(ctx context.Context, eng Engine, steps *sessions.StepLog, proc 
 		start := time.Now()
 		s, err := eng.Create(ctx, sessions.Request{Image: image})
 		if err != nil {
-			return nil, fmt.Errorf("create a light desktop: %w", err)
+			return nil, fmt.Errorf("create a desktop: %w", err)
 		}
 		created = append(created, time.Since(start))
 		live = append(live, s)

@@ -137,7 +137,7 @@ func stampLine(s Stamp) string {
 func (s *SessionsResult) markdown(b *strings.Builder) {
 	b.WriteString("\n## Sessions: create, reset, remove, idle memory\n\n")
 	fmt.Fprintf(b, "- %s\n", stampLine(s.Stamp))
-	fmt.Fprintf(b, "- %s from the `%s` image (1920x1080, nothing open), created one after the other, idle %s with all of them up, reset one after the other, removed one after the other: what `sessions`' BenchmarkLifecycle measures, through the engine's public API\n\n", plural(s.Desktops, "light desktop"), s.Image, s.Idle)
+	fmt.Fprintf(b, "- %s from the `%s` image (1920x1080, nothing open), created one after the other, idle %s with all of them up, reset one after the other, removed one after the other: what `sessions`' BenchmarkLifecycle measures, through the engine's public API\n\n", plural(s.Desktops, "desktop"), s.Image, s.Idle)
 	b.WriteString("| what | median | p95 | min | max |\n|---|---|---|---|---|\n")
 	for _, row := range []struct {
 		what string

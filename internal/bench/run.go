@@ -29,7 +29,7 @@ var Parts = []string{PartSessions, PartDensity, PartLatency, PartSteps}
 // Config is what a run measures and where it writes.
 type Config struct {
 	Parts []string
-	// Sessions light desktops from LightImage are created, idle for Idle,
+	// Sessions desktops from LightImage are created, idle for Idle,
 	// reset and removed.
 	Sessions   int
 	Idle       time.Duration
@@ -135,7 +135,7 @@ func Run(ctx context.Context, cfg Config, host Host) (*Report, error) {
 		say("no upstream (%s): drums alone", cfg.NoUpstream)
 	}
 	if slices.Contains(cfg.Parts, PartSessions) {
-		say("sessions: %s (image %s), created one after the other, %s idle, reset, removed", plural(cfg.Sessions, "light desktop"), cfg.LightImage, cfg.Idle)
+		say("sessions: %s of image %s, created one after the other, %s idle, reset, removed", plural(cfg.Sessions, "desktop"), cfg.LightImage, cfg.Idle)
 		s, err := runSessions(ctx, host.Engine, host.Steps, procfs{host.Proc}, cfg.Sessions, cfg.LightImage, cfg.Idle, cfg.Standby, host.Stdout)
 		if err != nil {
 			return nil, fmt.Errorf("sessions: %w", err)

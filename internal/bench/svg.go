@@ -236,7 +236,7 @@ func (r *Report) panels() []panel {
 	var ps []panel
 	if s := r.Sessions; s != nil {
 		p := panel{title: "Sessions: create, reset and remove (median)", unit: "ms",
-			caption: r.caption(s.Stamp, fmt.Sprintf("%s (%s image), one after the other", plural(s.Desktops, "light desktop"), s.Image))}
+			caption: r.caption(s.Stamp, fmt.Sprintf("%s (%s image), one after the other", plural(s.Desktops, "desktop"), s.Image))}
 		for _, row := range []struct {
 			name string
 			st   compat.Stats
@@ -247,7 +247,7 @@ func (r *Report) panels() []panel {
 		ps = append(ps, p)
 		if len(s.ByProcess) > 0 {
 			m := panel{title: "Idle memory per desktop (PSS, by process)", unit: "MiB",
-				caption: r.caption(s.Stamp, fmt.Sprintf("%s up, %s idle; the host's MemAvailable fell by %s MiB per desktop", plural(s.Desktops, "light desktop"), s.Idle, num(mib(s.HostPerDesktop))))}
+				caption: r.caption(s.Stamp, fmt.Sprintf("%s up, %s idle; the host's MemAvailable fell by %s MiB per desktop", plural(s.Desktops, "desktop"), s.Idle, num(mib(s.HostPerDesktop))))}
 			var segs []seg
 			for _, p := range s.ByProcess {
 				segs = append(segs, seg{p.Name, mib(p.KiB)})

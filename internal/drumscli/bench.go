@@ -63,7 +63,7 @@ up desktops) and the images (make images); it removes every desktop it
 brings up, and leaves its sessions under a prefix of its own.
 
 Parts (--parts, in this order):
-  sessions  --sessions light desktops (--light-image) created one after the
+  sessions  --sessions desktops of --light-image created one after the
             other (create-to-ready: guestd answers GET /screenshot), idle for
             --idle with all up, then the PSS of each desktop's processes and
             the host's MemAvailable; reset each, remove each.
@@ -76,7 +76,7 @@ Parts (--parts, in this order):
             --density-limit, when the next would take MemAvailable below
             --density-floor-mib, or at MAX. Workloads: chromium (a local
             file:// page), calc (LibreOffice Calc holding a 2000-row sheet),
-            idle (light desktops of --light-image). With --ksm the desktops
+            idle (nothing open, on --light-image). With --ksm the desktops
             are marked for same-page merging and, where each ramp stopped,
             ksmd runs (--ksm-pages-to-scan every --ksm-sleep) until merging
             settles or --ksm-time passes: memory saved, ksmd's CPU time; a
@@ -121,7 +121,7 @@ Flags:
 	fs.StringVar(&parts, "parts", parts, "the parts to run, comma-separated")
 	fs.StringVar(&r.Out, "out", r.Out, "directory for the report")
 	fs.StringVar(&r.Name, "name", r.Name, "the report's file name, without .md, .svg or .json")
-	fs.IntVar(&r.Sessions, "sessions", r.Sessions, "light desktops of the sessions part")
+	fs.IntVar(&r.Sessions, "sessions", r.Sessions, "desktops of the sessions part, of --light-image")
 	fs.BoolVar(&r.Standby, "standby", false, "the run's engine keeps standbys (as drums serve --standby): resets take them; the sessions part counts their memory in each desktop's and says how many resets took one (with --parts sessions only: the other parts do not count standbys)")
 	fs.DurationVar(&r.Idle, "idle", r.Idle, "idle time before the memory is read (guestd gives back its screenshot memory after 60 s idle)")
 	fs.StringVar(&r.LightImage, "light-image", r.LightImage, "the image of the sessions part's desktops")

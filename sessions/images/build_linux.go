@@ -73,7 +73,7 @@ func (s *Store) Build(ctx context.Context, o BuildOptions) (*Image, error) {
 		return nil, fmt.Errorf("build %s: %w: %w", o.Name, err, ErrBuild)
 	}
 	step("configure the OSWorld user, locale and applications")
-	if err := configure(rootfs); err != nil {
+	if err := configure(rootfs, Recipes[p.Recipe]); err != nil {
 		return nil, fmt.Errorf("build %s: configure: %w: %w", o.Name, err, ErrBuild)
 	}
 	im := &Image{ID: id, Source: Source{Kind: "build", Recipe: p.Recipe, Suite: p.Suite, Mirror: strings.Join(p.Sources, "; "),

@@ -24,19 +24,17 @@ var userGroups = []string{"adm", "cdrom", "sudo", "dip", "plugdev", "audio", "vi
 // google-chrome served by Chromium; Ubuntu's default video player; VLC's
 // HTTP interface; LibreOffice without its Tip of the Day; PulseAudio's
 // null sink at 40%; Xvfb's keymap compiled once (xkbcomp); where the
-// image has GNOME Shell, Ubuntu 22.04's dock, themes and favourites
-// (gnomeDefaults). What an application needs is written only when the
-// image has the application.
-func configure(rootfs string) error {
+// recipe's shell is GNOME Shell (as for writeLayer and the plan, the
+// recipe decides, not whether the image happens to hold gnome-shell),
+// Ubuntu 22.04's dock, themes and favourites (gnomeDefaults). What an
+// application needs is written only when the image has the application.
+func configure(rootfs string, r Recipe) error {
 	t := tree{root: rootfs, base: rootfs}
 	if err := t.users(); err != nil {
 		return err
 	}
-	files := []struct {
-		path string
-		data string
-		mode os.FileMode
-	}{
+	gnome := r.Shell == ShellGNOME
+	files := []imageFile{
 		{"etc/sudoers.d/drums-user", UserName + " ALL=(ALL:ALL) ALL\n", 0o440},
 		{"etc/default/locale", "LANG=" + Locale + "\n", 0o644},
 		{"etc/locale.gen", Locale + " UTF-8\n", 0o644},
@@ -45,18 +43,10 @@ func configure(rootfs string) error {
 		{"usr/share/applications/defaults.list", appDefaults(has(rootfs, "usr/bin/evince")), 0o644},
 		{"etc/pulse/default.pa.d/drums.pa", pulseDefaults, 0o644},
 	}
-	if has(rootfs, "usr/bin/gnome-shell") {
-		files = append(files, struct {
-			path string
-			data string
-			mode os.FileMode
-		}{"etc/dconf/db/drums.d/10-gnome", gnomeDefaults, 0o644})
+	if gnome {
+		files = append(files, imageFile{"etc/dconf/db/drums.d/10-gnome", gnomeDefaults, 0o644})
 		if has(rootfs, chromiumBinary) {
-			files = append(files, struct {
-				path string
-				data string
-				mode os.FileMode
-			}{"usr/local/share/applications/google-chrome.desktop", chromeDesktopEntry, 0o644})
+			files = append(files, imageFile{"usr/local/share/applications/google-chrome.desktop", chromeDesktopEntry, 0o644})
 		}
 	}
 	for _, f := range files {
@@ -74,7 +64,7 @@ func configure(rootfs string) error {
 			return err
 		}
 	}
-	if err := t.home(); err != nil {
+	if err := t.home(gnome); err != nil {
 		return err
 	}
 	// locale-gen and dconf compile run inside the image: their output is
@@ -107,6 +97,13 @@ func configure(rootfs string) error {
 		}
 	}
 	return nil
+}
+
+// An imageFile is a file configure writes into the image, owned by root.
+type imageFile struct {
+	path string
+	data string
+	mode os.FileMode
 }
 
 // inRoot runs a command chrooted into a root filesystem, found on the
@@ -290,7 +287,7 @@ func (t tree) users() error {
 // home makes /home/user: the image's skeleton files, a .bashrc that keeps
 // "Terminal" in the window title, the XDG folders and the applications'
 // settings.
-func (t tree) home() error {
+func (t tree) home(gnome bool) error {
 	home := "home/" + UserName
 	uid, gid := UserID, UserID
 	if err := t.mkdir(home, 0o755, uid, gid); err != nil {
@@ -343,7 +340,7 @@ func (t tree) home() error {
 	// GNOME Shell without GDM notifies "Screen Lock disabled" at its
 	// first start unless this mark exists; the VM's shell, under GDM,
 	// shows no such notification.
-	if has(t.base, "usr/bin/gnome-shell") {
+	if gnome {
 		if err := t.mkdir(filepath.Join(home, ".local/share/gnome-shell"), 0o700, uid, gid); err != nil {
 			return err
 		}
@@ -357,7 +354,7 @@ func (t tree) home() error {
 		}
 	}
 	lo := libreofficeSettings
-	if has(t.base, "usr/bin/gnome-shell") {
+	if gnome {
 		// Under GNOME LibreOffice picks its icon theme after the GTK
 		// theme's name: Yaru's, which Debian does not package, and half its
 		// toolbar icons come out blank. Ubuntu's VM has Yaru's; Debian's

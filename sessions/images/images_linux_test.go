@@ -201,7 +201,7 @@ func fakeRoot(t *testing.T) string {
 func TestConfigureAndLayer(t *testing.T) {
 	testutil.RequireRoot(t)
 	root := fakeRoot(t)
-	if err := configure(root); err != nil {
+	if err := configure(root, Recipes["osworld"]); err != nil {
 		t.Fatal(err)
 	}
 	read := func(p string) string {
@@ -314,6 +314,49 @@ func TestConfigureAndLayer(t *testing.T) {
 	}
 	if st := mustStat(t, filepath.Join(layer, GuestdPath)); !st.Mode().IsRegular() || st.Mode().Perm() != 0o755 {
 		t.Errorf("guestd placeholder %v", st.Mode())
+	}
+}
+
+// configure writes GNOME Shell's settings for a recipe whose shell is
+// GNOME Shell, and not for one on openbox even where the image holds
+// gnome-shell (a package that pulled it in, an --add).
+func TestConfigureGNOME(t *testing.T) {
+	testutil.RequireRoot(t)
+	chromium, err := os.ReadFile("/bin/true") // an ELF of the host's architecture
+	if err != nil {
+		t.Fatal(err)
+	}
+	gnomeFiles := []string{
+		"home/user/.local/share/gnome-shell/lock-warning-shown",
+		"etc/dconf/db/drums.d/10-gnome",
+		"usr/local/share/applications/google-chrome.desktop",
+	}
+	for _, tc := range []struct {
+		recipe string
+		gnome  bool
+	}{{"osworld", false}, {"osworld-gnome", true}} {
+		root := fakeRoot(t)
+		for p, data := range map[string][]byte{"usr/bin/gnome-shell": []byte("#!"), chromiumBinary: chromium} {
+			os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755)
+			if err := os.WriteFile(filepath.Join(root, p), data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := configure(root, Recipes[tc.recipe]); err != nil {
+			t.Fatalf("%s: %v", tc.recipe, err)
+		}
+		for _, p := range gnomeFiles {
+			if _, err := os.Stat(filepath.Join(root, p)); (err == nil) != tc.gnome {
+				t.Errorf("%s: %s: %v", tc.recipe, p, err)
+			}
+		}
+		lo, err := os.ReadFile(filepath.Join(root, "home/user/.config/libreoffice/4/user/registrymodifications.xcu"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(lo), libreofficeIcons) != tc.gnome {
+			t.Errorf("%s: LibreOffice's Colibre icons %v, want %v", tc.recipe, !tc.gnome, tc.gnome)
+		}
 	}
 }
 

@@ -113,6 +113,11 @@ var Recipes = map[string]Recipe{
 // DefaultSuite is the suite a build without --suite uses.
 const DefaultSuite = "bookworm"
 
+// gnomeSuite is the one suite a GNOME Shell recipe builds from: drums'
+// extension (gnome.go) declares shell-version 43 and uses the imports.*
+// API, which Ubuntu 22.04's GNOME 42 and Debian 13's GNOME 48 refuse.
+const gnomeSuite = "bookworm"
+
 // recipeVersion changes whenever configure.go changes what it writes, so
 // that an image built by an older drums is not taken for this one's.
 const recipeVersion = 6
@@ -175,6 +180,10 @@ func (o BuildOptions) plan() (*plan, error) {
 	}
 	if strings.ContainsAny(p.Suite, " /\t\n") {
 		return nil, fmt.Errorf("suite %q: %w", p.Suite, ErrBadRequest)
+	}
+	if r.Shell == ShellGNOME && p.Suite != gnomeSuite {
+		return nil, fmt.Errorf("recipe %s on suite %q: GNOME Shell desktops need %s's GNOME Shell 43 (drums' extension is written for it; another release's shell refuses it and no desktop would come up): %w",
+			recipe, p.Suite, gnomeSuite, ErrBadRequest)
 	}
 	if p.Arch == "" {
 		p.Arch = debianArch(runtime.GOARCH)

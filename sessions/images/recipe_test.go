@@ -78,6 +78,19 @@ func TestPlanUbuntu(t *testing.T) {
 	}
 }
 
+// A GNOME Shell recipe builds from bookworm, its default suite.
+func TestPlanGNOMESuite(t *testing.T) {
+	for _, suite := range []string{"", "bookworm"} {
+		if p, err := (BuildOptions{Name: "x", Recipe: "osworld-gnome", Suite: suite}).plan(); err != nil || p.Suite != "bookworm" {
+			t.Errorf("suite %q: %v", suite, err)
+		}
+	}
+	_, err := BuildOptions{Name: "x", Recipe: "osworld-gnome", Suite: "trixie"}.plan()
+	if err == nil || !strings.Contains(err.Error(), "GNOME Shell 43") {
+		t.Errorf("trixie: %v, want the reason", err)
+	}
+}
+
 func TestPlanBad(t *testing.T) {
 	for _, o := range []BuildOptions{
 		{Name: "../x"}, {Name: "Up"}, {Name: ""}, {Name: "a..b"},
@@ -86,6 +99,8 @@ func TestPlanBad(t *testing.T) {
 		{Name: "x", Packages: []string{"-o Dpkg::x"}},
 		{Name: "x", Packages: []string{"a,b"}},
 		{Name: "x", Mirrors: []string{"ftp://x"}},
+		{Name: "x", Recipe: "osworld-gnome", Suite: "jammy"},
+		{Name: "x", Recipe: "osworld-gnome", Suite: "trixie"},
 	} {
 		if _, err := o.plan(); !errors.Is(err, ErrBadRequest) {
 			t.Errorf("%+v: %v, want ErrBadRequest", o, err)
