@@ -168,7 +168,7 @@ func TestReportFilesRoundTrip(t *testing.T) {
 // parses. -update rewrites them after a change to the page.
 func TestKeptReportsHTML(t *testing.T) {
 	for _, dir := range []string{"report", filepath.Join("report", "osworld"),
-		filepath.Join("report", "solutions", "native"), filepath.Join("report", "solutions", "osworld"), filepath.Join("report", "gnome")} {
+		filepath.Join("report", "solutions", "native"), filepath.Join("report", "solutions", "osworld"), filepath.Join("report", "gnome"), filepath.Join("report", "gnome-solutions")} {
 		r, err := ReadReport(dir)
 		if err != nil {
 			t.Fatal(err)
