@@ -47,7 +47,7 @@ build:                ## bin/drums, bin/drums-init (what each desktop's init run
 # minutes (mmdebstrap from Debian's archive; osworld-gnome, the GNOME
 # profile, 4-9 minutes with /var/cache/drums/apt warm and about 30 with it
 # empty, a cost CI pays once per cache); then each is reused at once.
-images: build         ## the core, osworld and osworld-gnome images (drums image build; osworld-gnome about 30 min the first time)
+images: build         ## the core, osworld and osworld-gnome images (drums image build; osworld-gnome 27 min in one cold build under load, 4-8 min with the apt cache warm)
 	$(AS_ROOT) $(BIN)/drums image build core
 	$(AS_ROOT) $(BIN)/drums image build osworld
 	$(AS_ROOT) $(BIN)/drums image build osworld-gnome

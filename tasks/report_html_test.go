@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,10 +166,20 @@ func TestReportFilesRoundTrip(t *testing.T) {
 
 // TestKeptReportsHTML: the kept reports' report.html is what drums tasks
 // report --html makes of their report.json and run.json today, and
-// parses. -update rewrites them after a change to the page.
+// parses: every directory under report/ that holds a report.json. -update
+// rewrites them after a change to the page.
 func TestKeptReportsHTML(t *testing.T) {
-	for _, dir := range []string{"report", filepath.Join("report", "osworld"),
-		filepath.Join("report", "solutions", "native"), filepath.Join("report", "solutions", "osworld"), filepath.Join("report", "gnome"), filepath.Join("report", "gnome-solutions")} {
+	var dirs []string
+	err := filepath.WalkDir("report", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == ReportJSON {
+			dirs = append(dirs, filepath.Dir(path))
+		}
+		return err
+	})
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("kept reports under report/: %v (%d found)", err, len(dirs))
+	}
+	for _, dir := range dirs {
 		r, err := ReadReport(dir)
 		if err != nil {
 			t.Fatal(err)
