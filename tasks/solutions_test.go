@@ -111,7 +111,7 @@ func TestClickCode(t *testing.T) {
 	if code, err := osworld.ClickCode(old, osworld.ElementClick{Role: "push-button", Name: "Cancel"}); err != nil || !strings.Contains(code, "click(340, 465,") {
 		t.Errorf("osworld.ClickCode in a tree of OSWorld's older namespace = %q, %v", code, err)
 	}
-	for _, c := range []osworld.ElementClick{{Role: "push-button", Name: "Nope"}, {Role: "push-button", Name: "Hidden"}, {Role: "label", Name: "Plain"}} {
+	for _, c := range []osworld.ElementClick{{Role: "push-button", Name: "Nope"}, {Role: "push-button", Name: "Hidden"}, {Role: "label", Name: "Plain"}, {Role: "push-button", Name: "OK", App: "Nope"}} {
 		if code, err := osworld.ClickCode(clickTree, c); err == nil {
 			t.Errorf("%+v: osworld.ClickCode = %q, want an error", c, code)
 		}
