@@ -24,10 +24,8 @@ type Action struct {
 // first element of the tree, in document order, with this tag (the role,
 // as OSWorld's tree spells it) and name attribute that is on the screen,
 // inside the application element named App when App is set; and at least
-// this many clicks of this button (pyautogui's defaults: 1, "left"). The
-// click lands on the element's centre, or Above pixels above its top edge
-// (a window's title bar, which the window manager draws and the tree does
-// not have).
+// this many clicks of this button (pyautogui's defaults: 1, "left"), on
+// the element's centre.
 //
 // The tree holds every application, the desktop shell's too (GNOME
 // Shell's hidden overview has a "Settings" button and an unnamed search
@@ -40,7 +38,6 @@ type ElementClick struct {
 	App    string `json:"app,omitempty"`
 	Clicks int    `json:"clicks,omitempty"`
 	Button string `json:"button,omitempty"`
-	Above  int    `json:"above,omitempty"`
 }
 
 // The special actions of DesktopEnv.step, which run no code.

@@ -57,8 +57,7 @@ def click_code(tree, click):
     does the same for the native runner): the first element, in document
     order, with tag click["role"] and name attribute click["name"], inside
     the application named click["app"] when given, that is on the screen
-    (a position and a positive size in the tree); click["above"] pixels
-    above its top edge when given."""
+    (a position and a positive size in the tree)."""
     import xml.etree.ElementTree as ET
 
     role, name, app = click["role"], click.get("name", ""), click.get("app")
@@ -79,11 +78,8 @@ def click_code(tree, click):
         except ValueError as exc:
             first = first or exc
             continue
-        y += h // 2
-        if click.get("above"):
-            y -= h // 2 + click["above"]
         return "import pyautogui; pyautogui.click(%d, %d, clicks=%d, button=%s)" % (
-            x + w // 2, y, click.get("clicks") or 1, json.dumps(click.get("button") or "left"))
+            x + w // 2, y + h // 2, click.get("clicks") or 1, json.dumps(click.get("button") or "left"))
     raise ValueError("%s %s: none of %d in %s is on the screen, the first %s" % (role, json.dumps(name), len(found), where, first))
 
 
