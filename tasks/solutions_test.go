@@ -103,15 +103,11 @@ func TestClickCode(t *testing.T) {
 	if want := `import pyautogui; pyautogui.click(300, 350, clicks=2, button="right")`; err != nil || code != want {
 		t.Errorf("osworld.ClickCode = %q, %v; want %q", code, err, want)
 	}
-	code, err = osworld.ClickCode(clickTree, osworld.ElementClick{Role: "frame", Name: "Question", Clicks: 2, Above: 12})
-	if want := `import pyautogui; pyautogui.click(300, 188, clicks=2, button="left")`; err != nil || code != want {
-		t.Errorf("osworld.ClickCode above = %q, %v; want %q", code, err, want)
-	}
 	old := strings.ReplaceAll(clickTree, "https://accessibility.ubuntu.example.org/ns/component", "uri:deskat:component.at-spi.gnome.org")
 	if code, err := osworld.ClickCode(old, osworld.ElementClick{Role: "push-button", Name: "Cancel"}); err != nil || !strings.Contains(code, "click(340, 465,") {
 		t.Errorf("osworld.ClickCode in a tree of OSWorld's older namespace = %q, %v", code, err)
 	}
-	for _, c := range []osworld.ElementClick{{Role: "push-button", Name: "Nope"}, {Role: "push-button", Name: "Hidden"}, {Role: "label", Name: "Plain"}} {
+	for _, c := range []osworld.ElementClick{{Role: "push-button", Name: "Nope"}, {Role: "push-button", Name: "Hidden"}, {Role: "label", Name: "Plain"}, {Role: "push-button", Name: "OK", App: "Nope"}} {
 		if code, err := osworld.ClickCode(clickTree, c); err == nil {
 			t.Errorf("%+v: osworld.ClickCode = %q, want an error", c, code)
 		}

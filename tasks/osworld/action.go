@@ -22,16 +22,22 @@ type Action struct {
 
 // ElementClick names the accessibility element a click action aims at: the
 // first element of the tree, in document order, with this tag (the role,
-// as OSWorld's tree spells it) and name attribute, and at least this many
-// clicks of this button (pyautogui's defaults: 1, "left"). The click lands
-// on the element's centre, or Above pixels above its top edge (a window's
-// title bar, which the window manager draws and the tree does not have).
+// as OSWorld's tree spells it) and name attribute that is on the screen,
+// inside the application element named App when App is set; and at least
+// this many clicks of this button (pyautogui's defaults: 1, "left"), on
+// the element's centre.
+//
+// The tree holds every application, the desktop shell's too (GNOME
+// Shell's hidden overview has a "Settings" button and an unnamed search
+// text), in an order upstream's server leaves to its threads: App is how a
+// solution names an element whose role and name alone are not the
+// application's own.
 type ElementClick struct {
 	Role   string `json:"role"`
 	Name   string `json:"name"`
+	App    string `json:"app,omitempty"`
 	Clicks int    `json:"clicks,omitempty"`
 	Button string `json:"button,omitempty"`
-	Above  int    `json:"above,omitempty"`
 }
 
 // The special actions of DesktopEnv.step, which run no code.

@@ -51,24 +51,55 @@ def metric_call(m):
         return {"metric_raised": describe(exc)}
 
 
-def element_centre(tree, role, name):
-    """The centre of the first element with tag role and name attribute
-    name in the accessibility tree, and its height (drums' tasks/element.go
-    does the same for the native runner)."""
-    import lxml.etree
+def click_code(tree, click):
+    """The pyautogui code of a click on the centre of the element a
+    solution's click names (drums' ClickCode in tasks/osworld/element.go
+    does the same for the native runner): the first element, in document
+    order, with tag click["role"] and name attribute click["name"], inside
+    the application named click["app"] when given, that is on the screen
+    (a position and a positive size in the tree)."""
+    import xml.etree.ElementTree as ET
 
-    for el in lxml.etree.fromstring(tree.encode()).iter(role):
-        if el.get("name") != name:
+    role, name, app = click["role"], click.get("name", ""), click.get("app")
+    root = ET.fromstring(tree)
+    scopes, where = [root], "the accessibility tree"
+    if app:
+        where = "application %s" % json.dumps(app)
+        scopes = [a for a in root.iter("application") if a.get("name", "") == app]
+        if not scopes:
+            raise ValueError("no %s in the accessibility tree" % where)
+    found = [el for s in scopes for el in s.iter(role) if el.get("name", "") == name]
+    if not found:
+        raise ValueError("no %s named %s in %s" % (role, json.dumps(name), where))
+    first = None
+    for el in found:
+        try:
+            x, y, w, h = extents(el)
+        except ValueError as exc:
+            first = first or exc
             continue
-        # cp:screencoord and cp:size, whichever component URI the tree
-        # binds cp to.
-        cp = {lxml.etree.QName(k).localname: v for k, v in el.attrib.items() if "component" in (lxml.etree.QName(k).namespace or "")}
-        x, y = (int(v) for v in cp.get("screencoord", "").strip("()").split(","))
-        w, h = (int(v) for v in cp.get("size", "").strip("()").split(","))
-        if w <= 0 or h <= 0:
-            raise ValueError("%s %r is not on the screen" % (role, name))
-        return x + w // 2, y + h // 2, h
-    raise ValueError("no %s named %r in the accessibility tree" % (role, name))
+        return "import pyautogui; pyautogui.click(%d, %d, clicks=%d, button=%s)" % (
+            x + w // 2, y + h // 2, click.get("clicks") or 1, json.dumps(click.get("button") or "left"))
+    raise ValueError("%s %s: none of %d in %s is on the screen, the first %s" % (role, json.dumps(name), len(found), where, first))
+
+
+def extents(el):
+    """x, y, width and height of el from cp:screencoord and cp:size,
+    whichever component URI the tree binds cp to; ValueError when it has
+    none, or no size."""
+    import re
+
+    cp = {k.rpartition("}")[2]: v for k, v in el.attrib.items() if k.startswith("{") and "component" in k.partition("}")[0]}
+    pair = re.compile(r"\((-?\d+), (-?\d+)\)")
+    pos, size = pair.match(cp.get("screencoord", "")), pair.match(cp.get("size", ""))
+    if not pos:
+        raise ValueError("has no screen position (cp:screencoord %s)" % json.dumps(cp.get("screencoord", "")))
+    if not size:
+        raise ValueError("has no size (cp:size %s)" % json.dumps(cp.get("size", "")))
+    x, y, w, h = (int(v) for v in pos.groups() + size.groups())
+    if w <= 0 or h <= 0:
+        raise ValueError("has size %dx%d" % (w, h))
+    return x, y, w, h
 
 
 def solve(env, actions):
@@ -79,12 +110,7 @@ def solve(env, actions):
     for i, a in enumerate(actions):
         try:
             if isinstance(a, dict) and "click" in a:
-                c = a["click"]
-                x, y, h = element_centre(env.controller.get_accessibility_tree(), c["role"], c.get("name", ""))
-                if c.get("above"):
-                    y -= h // 2 + c["above"]
-                a = "import pyautogui; pyautogui.click(%d, %d, clicks=%d, button=%r)" % (
-                    x, y, c.get("clicks") or 1, c.get("button") or "left")
+                a = click_code(env.controller.get_accessibility_tree(), a["click"])
             if isinstance(a, dict):
                 env.setup_controller.setup([a])
             else:

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/drums-dev/drums/internal/testutil"
 )
 
 // fakePython is a test double of the metrics worker's interpreter: it
@@ -70,5 +73,52 @@ func TestPythonJudge(t *testing.T) {
 				t.Errorf("logged %d calls, want 2:\n%s", len(lines), b)
 			}
 		})
+	}
+}
+
+// TestWorkerClickCode: --via-python resolves a click in the worker
+// (click_code), the native runner in ClickCode; both give the same code.
+func TestWorkerClickCode(t *testing.T) {
+	_, err := os.Stat("/usr/bin/python3")
+	testutil.Need(t, "Debian's /usr/bin/python3", err)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "osworld_worker.py"), []byte(workerPy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clicks := make([]ElementClick, len(clickCases))
+	for i, c := range clickCases {
+		clicks[i] = c.click
+	}
+	in, err := json.Marshal(map[string]any{"tree": shellTree, "clicks": clicks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The worker answers on the stdout it started with (reply); its own
+	// printing goes to stderr.
+	script := `import json, sys
+import osworld_worker as w
+req = json.loads(sys.stdin.read())
+out = []
+for c in req["clicks"]:
+    try:
+        out.append(w.click_code(req["tree"], c))
+    except ValueError:
+        out.append("")
+w.reply(out)
+`
+	cmd := exec.Command("/usr/bin/python3", "-c", script)
+	cmd.Dir, cmd.Stdin = dir, strings.NewReader(string(in))
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+	var got []string
+	if err := json.Unmarshal(b, &got); err != nil || len(got) != len(clickCases) {
+		t.Fatalf("worker answered %q: %v", b, err)
+	}
+	for i, c := range clickCases {
+		if got[i] != c.want {
+			t.Errorf("%+v: click_code = %q, want %q", c.click, got[i], c.want)
+		}
 	}
 }
