@@ -75,7 +75,7 @@ Flags:
 	publishPorts := fs.String("publish-ports", "", "the TCP ports `FIRST-LAST` of --publish-address to publish on, 4 per desktop (at least 4 x (--capacity + --spares))")
 	var ef engineFlags
 	ef.register(fs)
-	spares := fs.Int("spares", 0, "keep this many spare desktops of the default shape (--width, --height, the engine's image) started ahead, with no network, for a create of that shape (a warm pool's refill, a lease that finds none warm) to take instead of starting one; each holds an idle desktop's memory, beyond --capacity")
+	spares := fs.Int("spares", 0, "keep this many spare desktops of the default shape (1920x1080, the engine's image: --width and --height must stay at it) started ahead, with no network, for a create of that shape (a warm pool's refill, a lease that finds none warm) to take instead of starting one; each holds an idle desktop's memory, beyond --capacity")
 	standby := fs.Bool("standby", false, "keep every desktop's next incarnation started ahead, with no network, for its next revert (reset) to take over: a revert then skips the desktop's start, but every desktop holds about twice its idle memory (21.4 MiB more PSS measured for a light one) and a second set of processes")
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
