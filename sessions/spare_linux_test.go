@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -301,4 +302,33 @@ func TestSpareWithStandby(t *testing.T) {
 		t.Errorf("reset to init %d (standby %v), want the standby %d", r.InitPID, r.Standby, sb.pid)
 	}
 	removeClean(t, w, r, eng)
+}
+
+// Spares that keep failing stop being started: spareRetries of them, and
+// the engine says why.
+func TestSpareKeepsFailing(t *testing.T) {
+	w := needWorld(t)
+	cfg := w.config()
+	cfg.Spares, cfg.Guestd = 1, "/bin/false" // guestd, essential, exits at once
+	eng, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eng.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	err = eng.WaitSpares(ctx)
+	if err == nil || !errors.Is(err, ErrStack) && !errors.Is(err, ErrInit) {
+		t.Fatalf("WaitSpares: %v, want the spares stopped by their failure", err)
+	}
+	// Once stopped, none starts again: the count stays.
+	eng.mu.Lock()
+	fails, spares := eng.spareFails, len(eng.spares)
+	eng.mu.Unlock()
+	if fails != spareRetries || spares != 0 {
+		t.Errorf("%d failed, %d spares: want %d failed, none", fails, spares, spareRetries)
+	}
+	if left := leftovers(w.prefix, filepath.Join(w.dir, "state")); len(left) > 0 {
+		t.Errorf("left of the failed spares: %v", left)
+	}
 }
