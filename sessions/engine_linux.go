@@ -52,19 +52,23 @@ type Engine struct {
 	// handed out, and sparesOff, once they are spareRetries, stops the
 	// filler and says why. spareChange is closed (and replaced) at every
 	// change of these (WaitSpares).
+	// sparesOn says StartSpares was called; sparesFull that the filler
+	// last stopped at capacity (logged once until a spare starts).
 	spares      []*spare
 	endedSpares []spareEnd
+	sparesOn    bool
 	filling     bool
+	sparesFull  bool
 	spareFails  int
 	sparesOff   error
 	spareChange chan struct{}
 }
 
-// New checks the host. It creates nothing but the spares of Config.Spares,
-// which it starts in the background: the prefix's state directory is
-// made by the first create or sweep (prefixLock) and the image store is
-// opened by the first create (imageStore), so that reading (List, Get,
-// `drums session ls`) leaves no trace on the host.
+// New checks the host. It creates nothing (spares neither: StartSpares
+// starts those): the prefix's state directory is made by the first create
+// or sweep (prefixLock) and the image store is opened by the first create
+// (imageStore), so that reading (List, Get, `drums session ls`) leaves no
+// trace on the host.
 func New(cfg Config) (*Engine, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -77,7 +81,6 @@ func New(cfg Config) (*Engine, error) {
 	if e.facts, err = gatherFacts(cfg); err != nil {
 		return nil, err
 	}
-	e.fillSpares()
 	return e, nil
 }
 
@@ -206,8 +209,7 @@ func (e *Engine) Create(ctx context.Context, req Request) (*Session, error) {
 		if err == nil {
 			e.log.Info("session ready", "id", s.ID, "address", s.Address, "spare", true)
 			e.keepStandby(s.ID, nil)
-			e.fillSpares()
-			return s, nil
+			return s, nil // takeSpare started the replacement
 		}
 		e.log.Warn("session created without a spare", "err", err)
 	}
@@ -224,6 +226,7 @@ func (e *Engine) Create(ctx context.Context, req Request) (*Session, error) {
 		defer ccancel()
 		err = errors.Join(err, e.teardown(cctx, rec), removeDir(e.sessionDir(rec.Session.ID)))
 		e.removeBases()
+		e.fillSpares() // its slot is free
 		return nil, err
 	}
 	e.log.Info("session ready", "id", rec.Session.ID, "address", rec.Session.Address)
@@ -389,6 +392,31 @@ func (e *Engine) recordOf(id string) (*record, error) {
 	return rec, err
 }
 
+// lockSession takes the lock of session id for Remove, Reset and the
+// calls of a ready session: ErrNotFound, without waiting, for a spare's
+// id (whose lock its engine holds for as long as it is one), and for one
+// that turned out a spare's once the lock was taken.
+func (e *Engine) lockSession(ctx context.Context, id string) (*fileLock, error) {
+	notSpare := func() error {
+		if rec, err := e.readRecord(id); err == nil && rec.Spare {
+			return fmt.Errorf("session %s: %w", id, ErrNotFound)
+		}
+		return nil
+	}
+	if err := notSpare(); err != nil {
+		return nil, err
+	}
+	lk, err := lock(ctx, filepath.Join(e.sessionDir(id), "lock"))
+	if err != nil {
+		return nil, err
+	}
+	if err := notSpare(); err != nil {
+		lk.unlock()
+		return nil, err
+	}
+	return lk, nil
+}
+
 // refresh marks a session failed when its init is gone.
 func (e *Engine) refresh(rec *record) {
 	if rec.Session.State == StateFailed || rec.initAlive() {
@@ -434,7 +462,7 @@ func (e *Engine) List() []*Session {
 }
 
 // Remove ends a session and removes all it had. Removing a session that is
-// already gone is success.
+// already gone is success; a spare's id is ErrNotFound (no session).
 func (e *Engine) Remove(ctx context.Context, id string) error {
 	slot, ok := parseID(e.cfg.Prefix, id)
 	if !ok {
@@ -444,7 +472,7 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return e.drop(id) // removed by another process: this one's claims go too
 	}
-	lk, err := lock(ctx, filepath.Join(dir, "lock"))
+	lk, err := e.lockSession(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -516,7 +544,7 @@ func (e *Engine) ready(ctx context.Context, id string) (*record, *fileLock, erro
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}
-	lk, err := lock(ctx, filepath.Join(dir, "lock"))
+	lk, err := e.lockSession(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}

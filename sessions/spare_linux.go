@@ -45,6 +45,18 @@ type spare struct {
 // A create of the spares' request that succeeds cold starts it again.
 const spareRetries = 3
 
+// StartSpares starts keeping Config.Spares spares. New starts none: a
+// daemon first makes sure it is the prefix's only one and adopts or
+// sweeps what its predecessor left (whose slots the spares would
+// otherwise take), then starts them. Until then, what frees a slot
+// (Remove, Sweep, Adopt) starts none either.
+func (e *Engine) StartSpares() {
+	e.mu.Lock()
+	e.sparesOn = true
+	e.mu.Unlock()
+	e.fillSpares()
+}
+
 // fillSpares starts the filler unless it runs or no spare is wanted.
 func (e *Engine) fillSpares() {
 	e.mu.Lock()
@@ -56,7 +68,7 @@ func (e *Engine) fillSpares() {
 
 // wantSpareLocked says whether another spare should start.
 func (e *Engine) wantSpareLocked() bool {
-	return !e.closed && e.sparesOff == nil && len(e.spares) < e.cfg.Spares
+	return e.sparesOn && !e.closed && e.sparesOff == nil && len(e.spares) < e.cfg.Spares
 }
 
 func (e *Engine) startFillerLocked() {
@@ -111,12 +123,23 @@ func (e *Engine) filler() {
 		began := time.Now()
 		sp, err := e.startSpare()
 		if errors.Is(err, ErrCapacity) {
-			// A remove frees a slot and starts the filler again.
-			e.log.Debug("no spare started", "err", err)
+			// A remove frees a slot and starts the filler again; spares
+			// that ended meanwhile are removed first.
 			e.mu.Lock()
+			if len(e.endedSpares) > 0 {
+				e.mu.Unlock()
+				continue
+			}
+			first := !e.sparesFull
+			e.sparesFull = true
 			e.filling = false
 			e.sparesChangedLocked()
 			e.mu.Unlock()
+			if first {
+				e.log.Info("no spare started: the engine is at capacity", "err", err)
+			} else {
+				e.log.Debug("no spare started", "err", err)
+			}
 			return
 		}
 		if err != nil {
@@ -127,6 +150,7 @@ func (e *Engine) filler() {
 		closed := e.closed
 		if !closed {
 			e.spares = append(e.spares, sp)
+			e.sparesFull = false
 			e.sparesChangedLocked()
 		}
 		e.mu.Unlock()
@@ -247,38 +271,56 @@ func (e *Engine) dropSpare(sp *spare) error {
 }
 
 // takeSpare takes an up spare off the engine's spares for a create of
-// req, or returns nil: the engine keeps none, req is another desktop, or
-// none is up. Spares of an image the name no longer resolves to (rebuilt
-// since) are removed, and the filler starts spares of the new one.
+// req, or returns nil: the engine keeps none, req is another desktop (its
+// image too: the one its name resolves to now is not the one Request{}
+// resolves to), or none is up. Spares of an image Request{} no longer
+// resolves to (rebuilt since) are removed, and the filler starts spares
+// of the new one. The filler starts too when one is handed out, under the
+// same lock, so that WaitSpares never sees the engine short of a spare
+// and no filler running.
 func (e *Engine) takeSpare(req Request) *spare {
 	if e.cfg.Spares == 0 || !sameDesktop(e.cfg, req, Request{}) {
 		return nil
 	}
-	store, err := e.imageStore()
-	if err != nil {
+	def, asked, ok := e.spareImage(req)
+	if !ok {
 		return nil // the cold path says why
-	}
-	im, err := openImage(e.cfg, store, req)
-	if err != nil {
-		return nil
 	}
 	var got *spare
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, sp := range slices.Clone(e.spares) {
 		switch {
-		case sp.plan.Root.Image != im.Dir():
+		case sp.plan.Root.Image != def:
 			e.unlistLocked(sp, true)
 			e.endedSpares = append(e.endedSpares, spareEnd{sp: sp})
-		case got == nil && sp.isUp():
+		case got == nil && asked == def && sp.isUp():
 			e.unlistLocked(sp, true)
 			got = sp
 		}
 	}
-	if len(e.endedSpares) > 0 && !e.filling {
+	if (got != nil || len(e.endedSpares) > 0) && !e.filling {
 		e.startFillerLocked()
 	}
 	return got
+}
+
+// spareImage returns the image directories Request{} (the spares') and
+// req resolve to now; ok is false if either does not resolve.
+func (e *Engine) spareImage(req Request) (def, asked string, ok bool) {
+	store, err := e.imageStore()
+	if err != nil {
+		return "", "", false
+	}
+	d, err := openImage(e.cfg, store, Request{})
+	if err != nil {
+		return "", "", false
+	}
+	a, err := openImage(e.cfg, store, req)
+	if err != nil {
+		return "", "", false
+	}
+	return d.Dir(), a.Dir(), true
 }
 
 // isUp says whether a spare's desktop is up and its init runs.
@@ -314,7 +356,9 @@ func (e *Engine) createFromSpare(ctx context.Context, sp *spare, req Request) (*
 	}
 	if err != nil {
 		err = errors.Join(fmt.Errorf("spare %s: %w", id, err), e.dropSpare(sp))
-		e.spareFailed(id, err)
+		if ctx.Err() == nil { // else the caller gave up: no fault of the spare's
+			e.spareFailed(id, err)
+		}
 		e.fillSpares()
 		return nil, err
 	}
@@ -334,6 +378,9 @@ func (e *Engine) createFromSpare(ctx context.Context, sp *spare, req Request) (*
 func (e *Engine) spareWorks(req Request) {
 	if e.cfg.Spares == 0 || !sameDesktop(e.cfg, req, Request{}) {
 		return
+	}
+	if def, asked, ok := e.spareImage(req); !ok || asked != def {
+		return // another image's create says nothing of the spares'
 	}
 	e.mu.Lock()
 	off := e.sparesOff
@@ -360,6 +407,9 @@ func (e *Engine) WaitSpares(ctx context.Context) error {
 				up++
 			}
 		}
+		// One listed and not up is starting (the filler runs), or died
+		// and its watchSpare is about to hand it to the filler.
+		pending := len(e.spares) > up
 		filling, off, change := e.filling, e.sparesOff, e.spareChange
 		e.mu.Unlock()
 		switch {
@@ -367,7 +417,7 @@ func (e *Engine) WaitSpares(ctx context.Context) error {
 			return nil
 		case off != nil:
 			return fmt.Errorf("spares stopped: %w", off)
-		case !filling:
+		case !filling && !pending:
 			return fmt.Errorf("%d of %d spares up, and none starts: %w", up, e.cfg.Spares, ErrCapacity)
 		}
 		select {

@@ -93,6 +93,13 @@ func (e *Engine) Close() {
 	e.sparesChangedLocked()
 	e.mu.Unlock()
 	e.launching.Wait()
+	// The filler is done: what ended and it did not remove is Close's.
+	e.mu.Lock()
+	for _, x := range e.endedSpares {
+		spares = append(spares, x.sp)
+	}
+	e.endedSpares = nil
+	e.mu.Unlock()
 	for _, sp := range spares {
 		if err := e.dropSpare(sp); err != nil {
 			e.log.Warn("spare not removed", "id", sp.rec.Session.ID, "err", err)

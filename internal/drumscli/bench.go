@@ -320,6 +320,7 @@ func runBenchmarks(ctx context.Context, cfg benchConfig, s stdio) error {
 		return fmt.Errorf("start the session engine: %w", err)
 	}
 	defer eng.Close()
+	eng.StartSpares() // the run's prefix is its own: nothing to adopt first
 	fmt.Fprintf(s.err, "bench: sessions under the prefix %s\n", prefix)
 	rep, err := bench.Run(ctx, r, bench.Host{
 		Engine: eng, Steps: steps,

@@ -208,6 +208,8 @@ func TestBadCommandLine(t *testing.T) {
 			`drums serve: --publish-ports "30010-30000": want FIRST-LAST, 1 <= FIRST <= LAST <= 65535`},
 		{[]string{"serve", "--publish-address", "192.0.2.1", "--publish-ports", "30000-30015", "--capacity", "5"}, "",
 			"drums serve: --publish-ports 30000-30015: 16 ports hold 4 desktops of 4 ports, fewer than --capacity 5"},
+		{[]string{"serve", "--publish-address", "192.0.2.1", "--publish-ports", "30000-30015", "--capacity", "4", "--spares", "2"}, "",
+			"drums serve: --publish-ports 30000-30015: 16 ports hold 4 desktops of 4 ports, fewer than --capacity 4 + --spares 2"},
 		{[]string{"sweep", "--network", "10.0.0.0"}, "", `drums sweep: --network "10.0.0.0": netip.ParsePrefix("10.0.0.0"): no '/'`},
 		{[]string{"session"}, "Usage: drums session COMMAND [flags]", "drums session: no session command"},
 		{[]string{"session", "bogus"}, "Usage: drums session COMMAND [flags]", `drums session: unknown session command "bogus"`},

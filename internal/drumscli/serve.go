@@ -95,7 +95,7 @@ Flags:
 	if *spares > 0 && (p.Width != sessions.DefaultWidth || p.Height != sessions.DefaultHeight) {
 		return cfg, fmt.Errorf("--spares are desktops of %dx%d, the engine's default screen: leave --width and --height at it", sessions.DefaultWidth, sessions.DefaultHeight)
 	}
-	if err := parsePublish(&pub, *publishPorts, p.Capacity+*spares); err != nil {
+	if err := parsePublish(&pub, *publishPorts, p.Capacity, *spares); err != nil {
 		return cfg, err
 	}
 	var err error
@@ -116,8 +116,8 @@ Flags:
 }
 
 // parsePublish completes pub from --publish-ports FIRST-LAST, which must
-// hold 4 ports for each of capacity desktops.
-func parsePublish(pub *sessions.Publish, ports string, capacity int) error {
+// hold 4 ports for each of capacity desktops and spares spares.
+func parsePublish(pub *sessions.Publish, ports string, capacity, spares int) error {
 	if !pub.Address.IsValid() && ports == "" {
 		return nil
 	}
@@ -131,8 +131,12 @@ func parsePublish(pub *sessions.Publish, ports string, capacity int) error {
 		return fmt.Errorf("--publish-ports %q: want FIRST-LAST, 1 <= FIRST <= LAST <= 65535", ports)
 	}
 	pub.FirstPort, pub.Ports = uint16(f), int(l-f+1)
-	if pub.Ports < 4*capacity {
-		return fmt.Errorf("--publish-ports %s: %d ports hold %d desktops of 4 ports, fewer than --capacity %d", ports, pub.Ports, pub.Ports/4, capacity)
+	if pub.Ports < 4*(capacity+spares) {
+		want := fmt.Sprintf("--capacity %d", capacity)
+		if spares > 0 {
+			want = fmt.Sprintf("--capacity %d + --spares %d", capacity, spares)
+		}
+		return fmt.Errorf("--publish-ports %s: %d ports hold %d desktops of 4 ports, fewer than %s", ports, pub.Ports, pub.Ports/4, want)
 	}
 	return nil
 }
