@@ -111,7 +111,8 @@ type Config struct {
 	// creates of that desktop to take instead of starting one
 	// (spare_linux.go). Each holds a slot (MaxSessions counts it) and an
 	// idle desktop's memory. For a process that keeps its engine (the
-	// daemon). 0, the default: none.
+	// daemon), which starts them with Engine.StartSpares. 0, the
+	// default: none.
 	Spares int
 	Logger *slog.Logger
 }

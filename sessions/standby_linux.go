@@ -126,13 +126,16 @@ func (e *Engine) startStandby(id string) error {
 	if err := removeCgroup(ctx, p.Cgroup); err != nil {
 		return err
 	}
-	if f, err := os.OpenFile(e.LogPath(id), os.O_WRONLY|os.O_APPEND, 0); err == nil {
-		fmt.Fprintf(f, "drums: %s: a standby starts (its output follows, among the running desktop's)\n", time.Now().UTC().Format(time.RFC3339Nano))
-		f.Close()
-	}
 	// It holds the session's claims from its start, as every init does:
-	// they stay held whichever incarnation outlives the other.
-	sb, err := e.startAhead(ctx, "standby", rec, p, func(inc *incarnation) { rec.Standby = &initRef{PID: inc.pid, Start: inc.start} }, h.addr, h.ids)
+	// they stay held whichever incarnation outlives the other. The log
+	// says it starts once it is spawned (its desktop starts at "go").
+	sb, err := e.startAhead(ctx, "standby", rec, p, func(inc *incarnation) {
+		rec.Standby = &initRef{PID: inc.pid, Start: inc.start}
+		if f, err := os.OpenFile(e.LogPath(id), os.O_WRONLY|os.O_APPEND, 0); err == nil {
+			fmt.Fprintf(f, "drums: %s: a standby starts (its output follows, among the running desktop's)\n", time.Now().UTC().Format(time.RFC3339Nano))
+			f.Close()
+		}
+	}, h.addr, h.ids)
 	if err != nil {
 		return err
 	}

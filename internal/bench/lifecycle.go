@@ -52,7 +52,8 @@ type SessionsResult struct {
 	SpareCreates []int         `json:"spare_creates,omitempty"`
 	SpacedCreate *compat.Stats `json:"spaced_create,omitempty"`
 	// InitSteps are the median times at which a create's init finished
-	// each step, since init started, in the order they finish.
+	// each step, since init started, in the order they finish: of the
+	// creates that started cold only (a spare's init logs no steps).
 	InitSteps []sessions.StepTime `json:"init_steps"`
 	// PSS is the summed proportional set size of each desktop's
 	// processes after Idle with all of them up, in KiB; ByProcess its

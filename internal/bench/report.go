@@ -162,7 +162,11 @@ func (s *SessionsResult) markdown(b *strings.Builder) {
 			plural(s.Spares, "spare"), s.Spares, len(s.SpareCreates), s.Create.N, ordinals(s.SpareCreates))
 	}
 	if len(s.InitSteps) > 0 {
-		b.WriteString("\nInit steps of a create (median ms since init started):")
+		b.WriteString("\nInit steps of a create (median ms since init started")
+		if s.Spares > 0 {
+			b.WriteString("; of the creates that started cold only: a spare's start logs none")
+		}
+		b.WriteString("):")
 		for _, st := range s.InitSteps {
 			fmt.Fprintf(b, " %s %.1f", st.Name, st.Ms)
 		}
