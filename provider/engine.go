@@ -21,6 +21,9 @@ type Engine interface {
 	SaveUpper(ctx context.Context, id, dir string) error
 	// Adopt finds the healthy desktops a previous daemon left running.
 	Adopt(ctx context.Context) ([]*sessions.Session, error)
+	// StartSpares starts the engine's spares (sessions.Config.Spares),
+	// once the daemon adopted what its predecessor left.
+	StartSpares()
 	// Sweep removes every leftover that is not a live, known desktop.
 	Sweep(ctx context.Context) (sessions.SweepReport, error)
 	// Ended is closed once the desktop's session has died.

@@ -207,6 +207,9 @@ func (f *fakeEngine) SaveUpper(ctx context.Context, id, dir string) error {
 	return nil
 }
 
+// StartSpares: the fake keeps no spares.
+func (f *fakeEngine) StartSpares() {}
+
 // Adopt is what a new process finds: every live session becomes known.
 func (f *fakeEngine) Adopt(ctx context.Context) ([]*sessions.Session, error) {
 	f.mu.Lock()

@@ -33,6 +33,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		lf.Close()
 		return err
 	}
+	m.eng.StartSpares() // the prefix is this daemon's, its leftovers adopted or removed
 	m.mu.Lock()
 	for _, s := range m.cfg.Warm {
 		if s.Image == "" { // a lease without an image gets the default: the same shape

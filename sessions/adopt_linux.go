@@ -49,6 +49,7 @@ func (e *Engine) Adopt(ctx context.Context) ([]*Session, error) {
 		lk.unlock()
 	}
 	e.removeBases()
+	e.fillSpares() // the slots of the sessions removed are free
 	return out, errors.Join(errs...)
 }
 

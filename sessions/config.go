@@ -106,7 +106,15 @@ type Config struct {
 	// engine (the daemon). Off by default: every session then holds about
 	// twice its idle memory.
 	Standby bool
-	Logger  *slog.Logger
+	// Spares is how many spare desktops of the default request
+	// (Request{}) the engine keeps started ahead, with no network, for
+	// creates of that desktop to take instead of starting one
+	// (spare_linux.go). Each holds a slot (MaxSessions counts it) and an
+	// idle desktop's memory. For a process that keeps its engine (the
+	// daemon), which starts them with Engine.StartSpares. 0, the
+	// default: none.
+	Spares int
+	Logger *slog.Logger
 }
 
 // Defaults.
@@ -213,6 +221,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.Busybox = defaultBusybox()
 	}
 	c.Limits = c.Limits.or(DefaultLimits)
+	if c.Spares < 0 {
+		return c, fmt.Errorf("spares %d: must not be negative: %w", c.Spares, ErrBadRequest)
+	}
 	if c.ReadyTimeout <= 0 {
 		c.ReadyTimeout = 60 * time.Second
 	}

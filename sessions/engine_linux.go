@@ -45,12 +45,30 @@ type Engine struct {
 	dying     map[string]<-chan struct{}
 	launching sync.WaitGroup
 	closed    bool
+	// spares are the spare desktops this process keeps (spare_linux.go),
+	// oldest first, up or starting; endedSpares those taken off them for
+	// the filler to remove; filling says the filler runs (counted in
+	// launching). spareFails counts the spares failed since one was last
+	// handed out, and sparesOff, once they are spareRetries, stops the
+	// filler and says why. spareChange is closed (and replaced) at every
+	// change of these (WaitSpares).
+	// sparesOn says StartSpares was called; sparesFull that the filler
+	// last stopped at capacity (logged once until a spare starts).
+	spares      []*spare
+	endedSpares []spareEnd
+	sparesOn    bool
+	filling     bool
+	sparesFull  bool
+	spareFails  int
+	sparesOff   error
+	spareChange chan struct{}
 }
 
-// New checks the host. It creates nothing: the prefix's state directory is
-// made by the first create or sweep (prefixLock) and the image store is
-// opened by the first create (imageStore), so that reading (List, Get,
-// `drums session ls`) leaves no trace on the host.
+// New checks the host. It creates nothing (spares neither: StartSpares
+// starts those): the prefix's state directory is made by the first create
+// or sweep (prefixLock) and the image store is opened by the first create
+// (imageStore), so that reading (List, Get, `drums session ls`) leaves no
+// trace on the host.
 func New(cfg Config) (*Engine, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -59,7 +77,7 @@ func New(cfg Config) (*Engine, error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("sessions need root (namespaces, mounts, veths, nftables, cgroups): %w", ErrUnsupported)
 	}
-	e := &Engine{cfg: cfg, dir: filepath.Join(cfg.StateDir, cfg.Prefix), log: cfg.Logger, children: map[int]chan struct{}{}, held: map[string]heldClaims{}, standbys: map[string]*standby{}, starting: map[string]chan struct{}{}, dying: map[string]<-chan struct{}{}}
+	e := &Engine{cfg: cfg, dir: filepath.Join(cfg.StateDir, cfg.Prefix), log: cfg.Logger, children: map[int]chan struct{}{}, held: map[string]heldClaims{}, standbys: map[string]*standby{}, starting: map[string]chan struct{}{}, dying: map[string]<-chan struct{}{}, spareChange: make(chan struct{})}
 	if e.facts, err = gatherFacts(cfg); err != nil {
 		return nil, err
 	}
@@ -166,7 +184,10 @@ func openImage(cfg Config, store *images.Store, req Request) (*images.Image, err
 }
 
 // Create makes a session and returns when its guestd answers GET
-// /screenshot with a PNG. A failure leaves nothing behind.
+// /screenshot with a PNG. A failure leaves nothing behind. With
+// Config.Spares, a request of the same desktop as Request{} takes an up
+// spare (spare_linux.go; Session.Spare says so), and the engine starts
+// its replacement; without one up it starts cold.
 func (e *Engine) Create(ctx context.Context, req Request) (*Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.ReadyTimeout)
 	defer cancel()
@@ -183,7 +204,16 @@ func (e *Engine) Create(ctx context.Context, req Request) (*Session, error) {
 			return nil, fmt.Errorf("snapshot %s: not a directory: %w", req.Snapshot, ErrBadRequest)
 		}
 	}
-	rec, lk, err := e.allocate(ctx, req)
+	if sp := e.takeSpare(req); sp != nil {
+		s, err := e.createFromSpare(ctx, sp, req)
+		if err == nil {
+			e.log.Info("session ready", "id", s.ID, "address", s.Address, "spare", true)
+			e.keepStandby(s.ID, nil)
+			return s, nil // takeSpare started the replacement
+		}
+		e.log.Warn("session created without a spare", "err", err)
+	}
+	rec, lk, err := e.allocate(ctx, req, false)
 	if err != nil {
 		return nil, err
 	}
@@ -196,10 +226,12 @@ func (e *Engine) Create(ctx context.Context, req Request) (*Session, error) {
 		defer ccancel()
 		err = errors.Join(err, e.teardown(cctx, rec), removeDir(e.sessionDir(rec.Session.ID)))
 		e.removeBases()
+		e.fillSpares() // its slot is free
 		return nil, err
 	}
 	e.log.Info("session ready", "id", rec.Session.ID, "address", rec.Session.Address)
 	e.keepStandby(rec.Session.ID, nil)
+	e.spareWorks(req)
 	return rec.session(), nil
 }
 
@@ -212,9 +244,10 @@ func cleanupContext() (context.Context, context.CancelFunc) {
 }
 
 // allocate takes the lowest free slot whose address block it can claim
-// host-wide and records the new session, under the prefix lock, and returns
-// the session's lock held and the claim in the record.
-func (e *Engine) allocate(ctx context.Context, req Request) (*record, *fileLock, error) {
+// host-wide and records the new session (a spare's, spare_linux.go, if
+// spare), under the prefix lock, and returns the session's lock held and
+// the claim in the record.
+func (e *Engine) allocate(ctx context.Context, req Request, spare bool) (*record, *fileLock, error) {
 	pl, err := e.prefixLock(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -269,7 +302,7 @@ func (e *Engine) allocate(ctx context.Context, req Request) (*record, *fileLock,
 		_, rerr := releaseClaim(AddrClaimDir, addrKey(addr))
 		return nil, nil, errors.Join(err, rerr)
 	}
-	rec, lk, err := e.record(req, id, slot, idBase)
+	rec, lk, err := e.record(req, id, slot, idBase, spare)
 	if err != nil {
 		claim.Close()
 		idClaim.Close()
@@ -298,7 +331,7 @@ func (e *Engine) claimIDs(owner string) (int, *os.File, error) {
 
 // record plans a session in a claimed slot, makes its directory and writes
 // its record, and returns the session's lock held.
-func (e *Engine) record(req Request, id string, slot, idBase int) (*record, *fileLock, error) {
+func (e *Engine) record(req Request, id string, slot, idBase int, spare bool) (*record, *fileLock, error) {
 	store, err := e.imageStore()
 	if err != nil {
 		return nil, nil, err
@@ -315,11 +348,8 @@ func (e *Engine) record(req Request, id string, slot, idBase int) (*record, *fil
 	if err != nil {
 		return nil, nil, errors.Join(err, removeDir(dir))
 	}
-	image := req.Image
-	if image == "" {
-		image = e.cfg.Image
-	}
-	rec := &record{Plan: p, Request: req, Session: Session{
+	image := req.withDefaults(e.cfg).Image
+	rec := &record{Plan: p, Request: req, Spare: spare, Session: Session{
 		ID: id, Address: p.Net.Address.Addr().String(), GuestPort: p.GuestPort,
 		Width: p.Screen.Width, Height: p.Screen.Height, Slot: slot, Created: time.Now().UTC(),
 		State: StateCreating, Image: image, ImageID: filepath.Base(p.Root.Image), Snapshot: req.Snapshot,
@@ -349,16 +379,42 @@ func (e *Engine) Get(id string) (*Session, error) {
 	return rec.session(), nil
 }
 
-// recordOf reads the record of session id, ErrNotFound if there is none.
+// recordOf reads the record of session id, ErrNotFound if there is none
+// or it is a spare's (no session of anyone's yet).
 func (e *Engine) recordOf(id string) (*record, error) {
 	if _, ok := parseID(e.cfg.Prefix, id); !ok {
 		return nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
 	}
 	rec, err := e.readRecord(id)
-	if errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) || (err == nil && rec.Spare) {
 		return nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}
 	return rec, err
+}
+
+// lockSession takes the lock of session id for Remove, Reset and the
+// calls of a ready session: ErrNotFound, without waiting, for a spare's
+// id (whose lock its engine holds for as long as it is one), and for one
+// that turned out a spare's once the lock was taken.
+func (e *Engine) lockSession(ctx context.Context, id string) (*fileLock, error) {
+	notSpare := func() error {
+		if rec, err := e.readRecord(id); err == nil && rec.Spare {
+			return fmt.Errorf("session %s: %w", id, ErrNotFound)
+		}
+		return nil
+	}
+	if err := notSpare(); err != nil {
+		return nil, err
+	}
+	lk, err := lock(ctx, filepath.Join(e.sessionDir(id), "lock"))
+	if err != nil {
+		return nil, err
+	}
+	if err := notSpare(); err != nil {
+		lk.unlock()
+		return nil, err
+	}
+	return lk, nil
 }
 
 // refresh marks a session failed when its init is gone.
@@ -390,7 +446,7 @@ func (r *record) session() *Session {
 	return &s
 }
 
-// List returns every session of the prefix, by slot.
+// List returns every session of the prefix, by slot; spares are none.
 func (e *Engine) List() []*Session {
 	ids, err := e.ids()
 	if err != nil {
@@ -406,7 +462,7 @@ func (e *Engine) List() []*Session {
 }
 
 // Remove ends a session and removes all it had. Removing a session that is
-// already gone is success.
+// already gone is success; a spare's id is ErrNotFound (no session).
 func (e *Engine) Remove(ctx context.Context, id string) error {
 	slot, ok := parseID(e.cfg.Prefix, id)
 	if !ok {
@@ -416,7 +472,7 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return e.drop(id) // removed by another process: this one's claims go too
 	}
-	lk, err := lock(ctx, filepath.Join(dir, "lock"))
+	lk, err := e.lockSession(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -440,6 +496,7 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 	}
 	e.removeBases()
 	e.log.Info("session removed", "id", id)
+	e.fillSpares() // a slot is free
 	return nil
 }
 
@@ -487,7 +544,7 @@ func (e *Engine) ready(ctx context.Context, id string) (*record, *fileLock, erro
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}
-	lk, err := lock(ctx, filepath.Join(dir, "lock"))
+	lk, err := e.lockSession(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -245,21 +245,12 @@ const ttyGroup = 5
 const idRangeSize = 65536
 
 func newPlan(in planInput) (*Plan, error) {
-	req, cfg := in.req, in.cfg
-	if req.Width == 0 && req.Height == 0 {
-		req.Width, req.Height = DefaultWidth, DefaultHeight
-	}
-	if req.Depth == 0 {
-		req.Depth = DefaultDepth
-	}
+	req, cfg := in.req.withDefaults(in.cfg), in.cfg
 	if req.Width < 64 || req.Height < 64 || req.Width > 8192 || req.Height > 8192 {
 		return nil, fmt.Errorf("screen %dx%d: want 64..8192 on each side: %w", req.Width, req.Height, ErrBadRequest)
 	}
 	if req.Depth != 16 && req.Depth != 24 {
 		return nil, fmt.Errorf("screen depth %d: want 16 or 24: %w", req.Depth, ErrBadRequest)
-	}
-	if req.GuestPort == 0 {
-		req.GuestPort = DefaultGuestPort
 	}
 	if req.GuestPort < 1 || req.GuestPort > 65535 {
 		return nil, fmt.Errorf("guest port %d: %w", req.GuestPort, ErrBadRequest)
@@ -267,10 +258,11 @@ func newPlan(in planInput) (*Plan, error) {
 	if req.Snapshot != "" && !filepath.IsAbs(req.Snapshot) {
 		return nil, fmt.Errorf("snapshot %q: want an absolute directory: %w", req.Snapshot, ErrBadRequest)
 	}
-	if err := req.Limits.Check(); err != nil {
+	// Checked as requested: the defaults are Config's.
+	if err := in.req.Limits.Check(); err != nil {
 		return nil, err
 	}
-	lim := req.Limits.or(cfg.Limits)
+	lim := req.Limits
 	if in.slot < 0 || in.slot >= cfg.MaxSessions {
 		return nil, fmt.Errorf("slot %d outside 0..%d: %w", in.slot, cfg.MaxSessions-1, ErrBadRequest)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -30,7 +29,7 @@ func (e *Engine) Reset(ctx context.Context, id string) (*Session, error) {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}
-	lk, err := lock(ctx, filepath.Join(dir, "lock"))
+	lk, err := e.lockSession(ctx, id)
 	if err != nil {
 		return nil, err
 	}

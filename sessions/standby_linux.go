@@ -30,10 +30,14 @@ import (
 // is ready exits (init_linux.go). The record names it (record.Standby) so
 // that whoever removes the session kills it; a remove or sweep removes
 // both incarnations' cgroups.
+//
+// A spare (spare_linux.go) is started ahead the same way, as a session of
+// its own, and is a standby value too: what says which it is.
 type standby struct {
 	*incarnation
-	up  chan struct{} // closed once its stack is up or it failed
-	err error         // why it failed, set before up is closed
+	what string        // "standby" or "spare", for logs and errors
+	up   chan struct{} // closed once its stack is up or it failed
+	err  error         // why it failed, set before up is closed
 }
 
 // keepStandby starts the next standby of session id in the background
@@ -122,44 +126,61 @@ func (e *Engine) startStandby(id string) error {
 	if err := removeCgroup(ctx, p.Cgroup); err != nil {
 		return err
 	}
+	// It holds the session's claims from its start, as every init does:
+	// they stay held whichever incarnation outlives the other. The log
+	// says it starts once it is spawned (its desktop starts at "go").
+	sb, err := e.startAhead(ctx, "standby", rec, p, func(inc *incarnation) {
+		rec.Standby = &initRef{PID: inc.pid, Start: inc.start}
+		if f, err := os.OpenFile(e.LogPath(id), os.O_WRONLY|os.O_APPEND, 0); err == nil {
+			fmt.Fprintf(f, "drums: %s: a standby starts (its output follows, among the running desktop's)\n", time.Now().UTC().Format(time.RFC3339Nano))
+			f.Close()
+		}
+	}, h.addr, h.ids)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.standbys[id] = sb
+	e.mu.Unlock()
+	go e.watchStandby(id, sb, began)
+	return nil
+}
+
+// startAhead starts an init of p ahead of its use, as a standby or a
+// spare (spare_linux.go): at the least CPU weight, so that its start
+// takes only CPU that the host's creates and resets (and running
+// desktops) leave, and given "go" as a standby, so that its desktop comes
+// up with no network and takes guestd's first screenshot over its
+// loopback. name records the new init in rec, which is written before
+// init gets "go": whoever removes the session then finds it. claims are
+// the session's, which init holds for its life.
+func (e *Engine) startAhead(ctx context.Context, what string, rec *record, p *Plan, name func(*incarnation), claims ...*os.File) (*standby, error) {
 	hold, err := images.Hold(p.Root.Image)
 	if err != nil {
-		return fmt.Errorf("%w: %w", err, ErrNoImage)
+		return nil, fmt.Errorf("%w: %w", err, ErrNoImage)
 	}
 	defer hold.Close()
 	if err := e.prepare(ctx, p); err != nil {
-		return err
+		return nil, err
 	}
-	// Until it takes over, its start takes only CPU that the host's
-	// creates and resets (and running desktops) leave.
 	if err := setCPUWeight(p.Cgroup, true); err != nil {
-		return err
+		return nil, err
 	}
-	if f, err := os.OpenFile(e.LogPath(id), os.O_WRONLY|os.O_APPEND, 0); err == nil {
-		fmt.Fprintf(f, "drums: %s: a standby starts (its output follows, among the running desktop's)\n", time.Now().UTC().Format(time.RFC3339Nano))
-		f.Close()
-	}
-	// It holds the session's claims from its start, as every init does:
-	// they stay held whichever incarnation outlives the other.
-	inc, err := e.spawn(p, h.addr, h.ids, hold)
+	inc, err := e.spawn(p, append(claims, hold)...)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rec.Standby = &initRef{PID: inc.pid, Start: inc.start}
+	inc.ahead = true
+	name(inc)
 	err = e.writeRecord(rec)
 	if err == nil {
 		err = inc.goAhead(true)
 	}
 	if err != nil {
 		inc.kill()
-		return err
+		return nil, err
 	}
-	sb := &standby{incarnation: inc, up: make(chan struct{})}
-	e.mu.Lock()
-	e.standbys[id] = sb
-	e.mu.Unlock()
-	go e.watchStandby(id, sb, began)
-	return nil
+	return &standby{incarnation: inc, what: what, up: make(chan struct{})}, nil
 }
 
 // watchStandby follows a standby until its stack is up, and forgets it
@@ -173,11 +194,18 @@ func (e *Engine) watchStandby(id string, sb *standby, began time.Time) {
 		}
 		e.mu.Unlock()
 	}()
+	e.waitUp(id, sb, began)
+}
+
+// waitUp follows an init started ahead (startAhead) of session id until
+// its stack is up or it failed, and closes sb.up; a failed one is killed
+// and sb.err says why.
+func (e *Engine) waitUp(id string, sb *standby, began time.Time) {
 	fail := func(err error) {
 		sb.err = err
 		close(sb.up)
 		sb.proc.Kill()
-		e.log.Warn("session standby failed", "id", id, "err", err)
+		e.log.Warn("session "+sb.what+" failed", "id", id, "err", err)
 	}
 	// One that hangs is given up as a create would be.
 	late := time.NewTimer(e.cfg.ReadyTimeout)
@@ -195,13 +223,13 @@ func (e *Engine) watchStandby(id string, sb *standby, began time.Time) {
 			switch m.Type {
 			case "step":
 				// Not stepMessage: StepLog's steps are of the desktops
-				// made ready, not of their standbys.
-				e.log.Debug("session standby step", "id", id, "step", m.Step, "ms", m.Millis)
+				// made ready, not of those started ahead.
+				e.log.Debug("session "+sb.what+" step", "id", id, "step", m.Step, "ms", m.Millis)
 			case "error":
 				fail(initError(m))
 				return
 			case "up":
-				e.log.Debug("session standby up", "id", id, "pid", sb.pid, "ms", ms(time.Since(began)))
+				e.log.Debug("session "+sb.what+" up", "id", id, "pid", sb.pid, "ms", ms(time.Since(began)))
 				close(sb.up)
 				return
 			}
@@ -270,31 +298,8 @@ func (e *Engine) dropStandby(id string) (wait func()) {
 // caller resets cold.
 func (e *Engine) resetWarm(ctx context.Context, rec *record, sb *standby) (*Session, error) {
 	id := rec.Session.ID
-	// From the reset on, its start (if it still starts) and then its
-	// desktop take CPU as the session's: the reset waits for it.
-	if err := setCPUWeight(sb.plan.Cgroup, false); err != nil {
-		sb.kill()
+	if err := e.standbyUp(ctx, id, sb); err != nil {
 		return nil, err
-	}
-	// A standby still starting is waited for up to half of what is left
-	// of the reset's time: the other half is a cold start's.
-	wait, cancel := halfLeft(ctx)
-	defer cancel()
-	select {
-	case <-sb.up:
-	case <-wait.Done():
-		sb.kill()
-		return nil, fmt.Errorf("wait for the standby: %w", wait.Err())
-	}
-	if sb.err != nil {
-		sb.kill()
-		return nil, fmt.Errorf("the standby failed: %w", sb.err)
-	}
-	select {
-	case <-sb.done:
-		sb.kill() // its sync socket
-		return nil, fmt.Errorf("the standby exited: %w%s", ErrInit, e.logTail(id))
-	default:
 	}
 	began := time.Now()
 	oldPID, oldStart := rec.Session.InitPID, rec.InitStart
@@ -315,20 +320,10 @@ func (e *Engine) resetWarm(ctx context.Context, rec *record, sb *standby) (*Sess
 			unix.Close(fd)
 		}
 	}()
-	netReady := make(chan error, 1)
-	go func() {
-		netReady <- readySlot(sb.plan, func() error { return e.cutOff(id, rec.Plan.Net) })
-	}()
-	// An up standby answers at once, unless its guestd or X died or hangs
-	// while it waited: that is given up with half of what is left, not
-	// all of it, so that the cold start that follows has time too.
-	up, cancelUp := halfLeft(ctx)
-	defer cancelUp()
 	// The record changes only once the standby is the session: on a
 	// failure the cold reset that follows starts from the old one.
 	next := *rec
-	if err := e.await(up, &next, sb.incarnation, netReady); err != nil {
-		sb.kill()
+	if err := e.goLive(ctx, &next, sb, func() error { return e.cutOff(id, rec.Plan.Net) }); err != nil {
 		return nil, err
 	}
 	os.Remove(filepath.Join(rec.Plan.Root.SessionDir, exitFile))
@@ -344,6 +339,54 @@ func (e *Engine) resetWarm(ctx context.Context, rec *record, sb *standby) (*Sess
 	e.log.Debug("session reset to its standby", "id", id, "ms", ms(time.Since(began)))
 	e.keepStandby(id, oldGone)
 	return rec.session(), nil
+}
+
+// standbyUp readies an init started ahead for the caller to take: from
+// now on its start (if it still starts) and then its desktop take CPU as
+// the session's, and the caller waits for it, up to half of what is left
+// of ctx: the other half is a cold start's. On an error it is killed.
+func (e *Engine) standbyUp(ctx context.Context, id string, sb *standby) error {
+	if err := setCPUWeight(sb.plan.Cgroup, false); err != nil {
+		sb.kill()
+		return err
+	}
+	wait, cancel := halfLeft(ctx)
+	defer cancel()
+	select {
+	case <-sb.up:
+	case <-wait.Done():
+		sb.kill()
+		return fmt.Errorf("wait for the %s: %w", sb.what, wait.Err())
+	}
+	if sb.err != nil {
+		sb.kill()
+		return fmt.Errorf("the %s failed: %w", sb.what, sb.err)
+	}
+	select {
+	case <-sb.done:
+		sb.kill() // its sync socket
+		return fmt.Errorf("the %s exited: %w%s", sb.what, ErrInit, e.logTail(id))
+	default:
+	}
+	return nil
+}
+
+// goLive makes an up init started ahead the desktop of rec: the slot's
+// network made ready (readySlot, clear freeing it), "net" sent, and
+// guestd answering from the host, waited for up to half of what is left
+// of ctx: an up desktop answers at once, unless its guestd or X died or
+// hangs while it waited, and the cold start that follows a failure needs
+// time too. On an error it is killed.
+func (e *Engine) goLive(ctx context.Context, rec *record, sb *standby, clear func() error) error {
+	netReady := make(chan error, 1)
+	go func() { netReady <- readySlot(sb.plan, clear) }()
+	up, cancel := halfLeft(ctx)
+	defer cancel()
+	if err := e.await(up, rec, sb.incarnation, netReady); err != nil {
+		sb.kill()
+		return err
+	}
+	return nil
 }
 
 // halfLeft is ctx with half of the time it has left: a warm reset's

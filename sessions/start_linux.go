@@ -120,6 +120,9 @@ type incarnation struct {
 	syncF *os.File
 	msgs  <-chan syncMsg // closed at the sync socket's end
 	done  chan struct{}  // closed once reaped
+	// ahead says it was started ahead of its use (startAhead): its steps
+	// are not of a desktop being made ready (StepLog).
+	ahead bool
 }
 
 // spawn starts an init of p (launch) and reads its messages.
@@ -209,7 +212,9 @@ func (e *Engine) await(ctx context.Context, rec *record, inc *incarnation, netRe
 			}
 			switch m.Type {
 			case "step":
-				e.log.Debug(stepMessage, "id", p.ID, "step", m.Step, "ms", m.Millis)
+				if !inc.ahead {
+					e.log.Debug(stepMessage, "id", p.ID, "step", m.Step, "ms", m.Millis)
+				}
 				if m.Step == "guestd" {
 					startProbe()
 				}

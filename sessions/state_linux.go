@@ -40,6 +40,9 @@ type record struct {
 	// Standby is the session's standby init (standby_linux.go), if one
 	// was started: whoever removes the session kills it too.
 	Standby *initRef `json:"standby,omitempty"`
+	// Spare says the session is a spare (spare_linux.go), no session of
+	// anyone's yet: List and Get do not show it.
+	Spare bool `json:"spare,omitempty"`
 	// claim and idClaim are the session's address and id claims between
 	// its allocation (or a reset's reclaim) and the start of the init
 	// that inherits them.

@@ -132,6 +132,7 @@ func (e *Engine) Sweep(ctx context.Context) (SweepReport, error) {
 	}
 	if !rep.Empty() {
 		e.log.Info("swept leftovers", "report", rep)
+		e.fillSpares() // the slots of what it removed are free
 	}
 	return rep, errors.Join(errs...)
 }

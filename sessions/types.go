@@ -71,7 +71,10 @@ type Session struct {
 	// Standby says the desktop running now was started ahead, as the
 	// session's standby, and took over at the last reset (Config.Standby);
 	// false after a create or a reset that started it then (a cold one).
-	Standby  bool   `json:"standby,omitempty"`
+	Standby bool `json:"standby,omitempty"`
+	// Spare says the session was a spare, started ahead, that its create
+	// took (Config.Spares) instead of starting a desktop.
+	Spare    bool   `json:"spare,omitempty"`
 	Image    string `json:"image"`    // the image's name, as requested
 	ImageID  string `json:"image_id"` // the image it runs from
 	Snapshot string `json:"snapshot,omitempty"`

@@ -77,14 +77,34 @@ func (e *Engine) hold(p *Plan, addr, ids *os.File) {
 	}
 }
 
-// Close lets go of the claims this engine holds and kills the standbys it
-// keeps; its sessions run on, held by their inits. A program that makes engines and goes on without them
-// (tests, a daemon handing over to the next) closes them.
+// Close lets go of the claims this engine holds, kills the standbys it
+// keeps and removes its spares; its sessions run on, held by their inits.
+// A program that makes engines and goes on without them (tests, a daemon
+// handing over to the next) closes them.
 func (e *Engine) Close() {
 	e.mu.Lock()
 	e.closed = true
+	spares := e.spares
+	e.spares = nil
+	for _, sp := range spares {
+		close(sp.gone)
+		sp.proc.Kill() // one starting stops at once (its filler waits for it)
+	}
+	e.sparesChangedLocked()
 	e.mu.Unlock()
 	e.launching.Wait()
+	// The filler is done: what ended and it did not remove is Close's.
+	e.mu.Lock()
+	for _, x := range e.endedSpares {
+		spares = append(spares, x.sp)
+	}
+	e.endedSpares = nil
+	e.mu.Unlock()
+	for _, sp := range spares {
+		if err := e.dropSpare(sp); err != nil {
+			e.log.Warn("spare not removed", "id", sp.rec.Session.ID, "err", err)
+		}
+	}
 	e.mu.Lock()
 	standbys := e.standbys
 	e.standbys = map[string]*standby{}

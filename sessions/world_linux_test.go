@@ -246,6 +246,12 @@ func newSessionOf(t testing.TB, eng *Engine, req Request) *Session {
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
+	removeAtCleanup(t, eng, s)
+	return s
+}
+
+// removeAtCleanup removes s through eng once the test ends.
+func removeAtCleanup(t testing.TB, eng *Engine, s *Session) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
@@ -253,7 +259,6 @@ func newSessionOf(t testing.TB, eng *Engine, req Request) *Session {
 			t.Errorf("remove %s: %v", s.ID, err)
 		}
 	})
-	return s
 }
 
 // otherEngine is an engine of a second test prefix on network, with its

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/drums-dev/drums/compat"
@@ -21,6 +22,7 @@ type Engine interface {
 	compat.SessionEngine // Create, Exec, Remove: the density part's desktops are compat's
 	Reset(ctx context.Context, id string) (*sessions.Session, error)
 	WaitStandby(ctx context.Context, id string) error
+	WaitSpares(ctx context.Context) error
 }
 
 // SessionsResult is the sessions part: what sessions' BenchmarkLifecycle
@@ -41,8 +43,17 @@ type SessionsResult struct {
 	Standby       bool          `json:"standby,omitempty"`
 	StandbyResets int           `json:"standby_resets,omitempty"`
 	SpacedReset   *compat.Stats `json:"spaced_reset,omitempty"`
+	// Spares is how many spares the engine kept (Config.Spares): Create's
+	// creates follow each other from the moment the spares are up, and
+	// those of SpareCreates (1-based) took one (the others started cold,
+	// beside the start of the spare the take before left); SpacedCreate's
+	// each wait until the spares are up, and take one each.
+	Spares       int           `json:"spares,omitempty"`
+	SpareCreates []int         `json:"spare_creates,omitempty"`
+	SpacedCreate *compat.Stats `json:"spaced_create,omitempty"`
 	// InitSteps are the median times at which a create's init finished
-	// each step, since init started, in the order they finish.
+	// each step, since init started, in the order they finish: of the
+	// creates that started cold only (a spare's init logs no steps).
 	InitSteps []sessions.StepTime `json:"init_steps"`
 	// PSS is the summed proportional set size of each desktop's
 	// processes after Idle with all of them up, in KiB; ByProcess its
@@ -68,9 +79,12 @@ const cleanupTimeout = 2 * time.Minute
 // runSessions creates n light desktops one after the other (create to
 // ready: guestd answers GET /screenshot with a PNG), lets them all idle,
 // reads their memory, resets each, then removes each, timing every call.
-// Whatever fails, every desktop it made is removed.
-func runSessions(ctx context.Context, eng Engine, steps *sessions.StepLog, proc procfs, n int, image string, idle time.Duration, standby bool, out io.Writer) (res *SessionsResult, err error) {
-	res = &SessionsResult{Desktops: n, Image: image, Idle: idle, Standby: standby}
+// With spares (the engine keeps them: sessions.Config.Spares, of image)
+// the creates start once the spares are up, and n more, each once they
+// are up again, are timed and removed. Whatever fails, every desktop it
+// made is removed.
+func runSessions(ctx context.Context, eng Engine, steps *sessions.StepLog, proc procfs, n int, image string, idle time.Duration, standby bool, spares int, out io.Writer) (res *SessionsResult, err error) {
+	res = &SessionsResult{Desktops: n, Image: image, Idle: idle, Standby: standby, Spares: spares}
 	res.begin()
 	var live []*sessions.Session
 	defer func() {
@@ -86,16 +100,41 @@ func runSessions(ctx context.Context, eng Engine, steps *sessions.StepLog, proc 
 	if err != nil {
 		return nil, err
 	}
-	steps.Take() // only this part's creates
-	var created, removed []time.Duration
-	for range n {
+	// waitSpares waits until the engine's spares are up: a create then
+	// finds one, as on a daemon up for a while.
+	waitSpares := func() error {
+		if spares == 0 {
+			return nil
+		}
+		if err := eng.WaitSpares(ctx); err != nil {
+			return fmt.Errorf("spares: %w", err)
+		}
+		return nil
+	}
+	if err := waitSpares(); err != nil {
+		return nil, err
+	}
+	// create makes a desktop, live until removed, and times it into took.
+	create := func(took *[]time.Duration) (*sessions.Session, error) {
 		start := time.Now()
 		s, err := eng.Create(ctx, sessions.Request{Image: image})
 		if err != nil {
 			return nil, fmt.Errorf("create a desktop: %w", err)
 		}
-		created = append(created, time.Since(start))
+		*took = append(*took, time.Since(start))
 		live = append(live, s)
+		return s, nil
+	}
+	steps.Take() // only this part's creates
+	var created, removed []time.Duration
+	for i := range n {
+		s, err := create(&created)
+		if err != nil {
+			return nil, err
+		}
+		if s.Spare {
+			res.SpareCreates = append(res.SpareCreates, i+1)
+		}
 	}
 	res.Create, res.InitSteps = compat.NewStats(created), steps.Take()
 	printStats(out, "create-to-ready", res.Create)
@@ -105,6 +144,34 @@ func runSessions(ctx context.Context, eng Engine, steps *sessions.StepLog, proc 
 			fmt.Fprintf(out, " %s %.1f", s.Name, s.Ms)
 		}
 		fmt.Fprintln(out)
+	}
+	if spares > 0 {
+		fmt.Fprintf(out, "  %d of %d creates took a spare: %s; the others started cold\n", len(res.SpareCreates), n, ordinals(res.SpareCreates))
+		// Again, each once the spares are up: none starts beside the
+		// refill of the take before, as when creates come further apart
+		// than a desktop's start. Each desktop goes again at once (its
+		// removal untimed) before the next wait.
+		var spaced []time.Duration
+		for range n {
+			if err := waitSpares(); err != nil {
+				return nil, err
+			}
+			s, err := create(&spaced)
+			if err != nil {
+				return nil, err
+			}
+			if !s.Spare {
+				return nil, fmt.Errorf("create of %s started cold though the spares were up", s.ID)
+			}
+			if err := eng.Remove(ctx, s.ID); err != nil {
+				return nil, fmt.Errorf("remove session %s: %w", s.ID, err)
+			}
+			live = live[:len(live)-1]
+		}
+		st := compat.NewStats(spaced)
+		res.SpacedCreate = &st
+		printStats(out, "create, spaced", st)
+		fmt.Fprintln(out, "  every spaced create took a spare")
 	}
 
 	// Idle is a setting of the measurement, not a readiness wait: guestd
@@ -229,3 +296,18 @@ func printStats(w io.Writer, name string, s compat.Stats) {
 }
 
 func mib(kib int64) float64 { return float64(kib) / 1024 }
+
+// ordinals lists 1-based positions as "#1 #4 #7", or "none".
+func ordinals(pos []int) string {
+	if len(pos) == 0 {
+		return "none"
+	}
+	var b strings.Builder
+	for i, p := range pos {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "#%d", p)
+	}
+	return b.String()
+}

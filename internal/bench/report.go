@@ -139,21 +139,34 @@ func (s *SessionsResult) markdown(b *strings.Builder) {
 	fmt.Fprintf(b, "- %s\n", stampLine(s.Stamp))
 	fmt.Fprintf(b, "- %s from the `%s` image (1920x1080, nothing open), created one after the other, idle %s with all of them up, reset one after the other, removed one after the other: what `sessions`' BenchmarkLifecycle measures, through the engine's public API\n\n", plural(s.Desktops, "desktop"), s.Image, s.Idle)
 	b.WriteString("| what | median | p95 | min | max |\n|---|---|---|---|---|\n")
-	for _, row := range []struct {
+	type row struct {
 		what string
-		st   compat.Stats
-	}{{"create-to-ready (guestd answers `GET /screenshot` with a PNG)", s.Create}, {"reset-to-ready, same id and address", s.Reset}, {"remove", s.Remove}} {
-		if row.what == "remove" && s.SpacedReset != nil {
-			fmt.Fprintf(b, "| reset-to-ready, spaced: each once every standby is up | **%s** | %s | %s | %s |\n",
-				compat.Millis(s.SpacedReset.Median), compat.Millis(s.SpacedReset.P95), compat.Millis(s.SpacedReset.Min), compat.Millis(s.SpacedReset.Max))
-		}
-		fmt.Fprintf(b, "| %s | **%s** | %s | %s | %s |\n", row.what, compat.Millis(row.st.Median), compat.Millis(row.st.P95), compat.Millis(row.st.Min), compat.Millis(row.st.Max))
+		st   *compat.Stats
+	}
+	rows := []row{{"create-to-ready (guestd answers `GET /screenshot` with a PNG)", &s.Create}}
+	if s.SpacedCreate != nil {
+		rows = append(rows, row{"create-to-ready, spaced: each once the spares are up", s.SpacedCreate})
+	}
+	rows = append(rows, row{"reset-to-ready, same id and address", &s.Reset})
+	if s.SpacedReset != nil {
+		rows = append(rows, row{"reset-to-ready, spaced: each once every standby is up", s.SpacedReset})
+	}
+	for _, r := range append(rows, row{"remove", &s.Remove}) {
+		fmt.Fprintf(b, "| %s | **%s** | %s | %s | %s |\n", r.what, compat.Millis(r.st.Median), compat.Millis(r.st.P95), compat.Millis(r.st.Min), compat.Millis(r.st.Max))
 	}
 	if s.Standby {
 		fmt.Fprintf(b, "\nThe engine kept standbys (`--standby`): every create and reset was followed by the start of the desktop's next incarnation in the background, %d of %d resets one after the other took it (the others started cold), each beside the start of the standby the reset before left; the spaced resets, one after the other again, came each once every standby was up (as when an episode outlasts a desktop's start); the idle memory below counts each desktop's standby.\n", s.StandbyResets, s.Reset.N)
 	}
+	if s.Spares > 0 {
+		fmt.Fprintf(b, "\nThe engine kept %s of the default request (`--spares %d`), desktops started ahead with no network for creates to take: the creates one after the other started once the spares were up, and %d of %d took one (%s; the others started cold, beside the start of the spare the take before left); the spaced creates came each once the spares were up again (as when creates come further apart than a desktop's start), each took one, and each desktop was removed again at once. The idle memory below does not count the spares.\n",
+			plural(s.Spares, "spare"), s.Spares, len(s.SpareCreates), s.Create.N, ordinals(s.SpareCreates))
+	}
 	if len(s.InitSteps) > 0 {
-		b.WriteString("\nInit steps of a create (median ms since init started):")
+		b.WriteString("\nInit steps of a create (median ms since init started")
+		if s.Spares > 0 {
+			b.WriteString("; of the creates that started cold only: a spare's start logs none")
+		}
+		b.WriteString("):")
 		for _, st := range s.InitSteps {
 			fmt.Fprintf(b, " %s %.1f", st.Name, st.Ms)
 		}

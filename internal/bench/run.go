@@ -38,6 +38,10 @@ type Config struct {
 	// each desktop's memory then counts its standby's, and the part says
 	// how many resets took one.
 	Standby bool
+	// Spares is how many spares the engine keeps (sessions.Config.Spares,
+	// of LightImage): the part's creates take them, and it times creates
+	// that each find one up too.
+	Spares int
 	// Latency benchmarks are timed LatencyN times per server after
 	// LatencyWarmup untimed requests, on the first step desktop.
 	Latency       []compat.Benchmark
@@ -136,7 +140,7 @@ func Run(ctx context.Context, cfg Config, host Host) (*Report, error) {
 	}
 	if slices.Contains(cfg.Parts, PartSessions) {
 		say("sessions: %s of image %s, created one after the other, %s idle, reset, removed", plural(cfg.Sessions, "desktop"), cfg.LightImage, cfg.Idle)
-		s, err := runSessions(ctx, host.Engine, host.Steps, procfs{host.Proc}, cfg.Sessions, cfg.LightImage, cfg.Idle, cfg.Standby, host.Stdout)
+		s, err := runSessions(ctx, host.Engine, host.Steps, procfs{host.Proc}, cfg.Sessions, cfg.LightImage, cfg.Idle, cfg.Standby, cfg.Spares, host.Stdout)
 		if err != nil {
 			return nil, fmt.Errorf("sessions: %w", err)
 		}

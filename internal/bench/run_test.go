@@ -29,6 +29,8 @@ type fakeEngine struct {
 	live    map[string]bool
 	resetOK bool
 	standby bool // resets take a standby
+	spares  int  // creates take a spare while spareUp
+	spareUp bool
 }
 
 var _ Engine = (*fakeEngine)(nil)
@@ -46,7 +48,9 @@ func (e *fakeEngine) Create(_ context.Context, req sessions.Request) (*sessions.
 		e.log.Debug("session step", "id", id, "step", step, "ms", ms)
 	}
 	e.log.Info("something else", "step", "nope", "ms", 1.0)
-	return &sessions.Session{ID: id, Plan: &sessions.Plan{Cgroup: e.h.cgroup}}, nil
+	spare := e.spareUp
+	e.spareUp = false // its replacement is up once waited for
+	return &sessions.Session{ID: id, Plan: &sessions.Plan{Cgroup: e.h.cgroup}, Spare: spare}, nil
 }
 
 func (e *fakeEngine) Reset(_ context.Context, id string) (*sessions.Session, error) {
@@ -60,6 +64,16 @@ func (e *fakeEngine) WaitStandby(context.Context, string) error {
 	if !e.standby {
 		return errors.New("no standby")
 	}
+	return nil
+}
+
+func (e *fakeEngine) WaitSpares(context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.spares == 0 {
+		return errors.New("no spares")
+	}
+	e.spareUp = true
 	return nil
 }
 
@@ -89,7 +103,7 @@ func TestRunSessions(t *testing.T) {
 	e := newFakeEngine(t, steps)
 	e.log.Debug("session step", "step", "before the part", "ms", 1.0) // forgotten at its start
 	var out strings.Builder
-	res, err := runSessions(context.Background(), e, steps, procfs{e.h.proc}, 3, "core", 0, false, &out)
+	res, err := runSessions(context.Background(), e, steps, procfs{e.h.proc}, 3, "core", 0, false, 0, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +130,7 @@ func TestRunSessions(t *testing.T) {
 	e.h.members(sessions.StandbyCgroup(&sessions.Plan{Cgroup: e.h.cgroup}).Dirs["pids"], "12")
 	e.h.addProc("12", "Xvfb", "0", "0", "1", "12288")
 	out.Reset()
-	if res, err = runSessions(context.Background(), e, steps, procfs{e.h.proc}, 2, "core", 0, true, &out); err != nil {
+	if res, err = runSessions(context.Background(), e, steps, procfs{e.h.proc}, 2, "core", 0, true, 0, &out); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(res.PSS, []int64{28672, 28672}) || res.StandbyResets != 2 || res.SpacedReset == nil || res.SpacedReset.N != 2 ||
@@ -124,9 +138,31 @@ func TestRunSessions(t *testing.T) {
 		t.Errorf("with standbys: pss %v, %d standby resets, output:\n%s", res.PSS, res.StandbyResets, out.String())
 	}
 
+	// With spares the first create takes one, the next start cold, and
+	// every spaced create takes one; the spaced desktops are removed.
+	e.standby, e.spares = false, 1
+	out.Reset()
+	if res, err = runSessions(context.Background(), e, steps, procfs{e.h.proc}, 3, "core", 0, false, 1, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.SpareCreates, []int{1}) || res.SpacedCreate == nil || res.SpacedCreate.N != 3 || res.Create.N != 3 || len(e.live) != 0 ||
+		!strings.Contains(out.String(), "1 of 3 creates took a spare: #1; the others started cold") || !strings.Contains(out.String(), "create, spaced   n=3 ") {
+		t.Errorf("with spares: %v took one, spaced %+v, left %v, output:\n%s", res.SpareCreates, res.SpacedCreate, e.live, out.String())
+	}
+	var md strings.Builder
+	res.markdown(&md)
+	if !strings.Contains(md.String(), "| create-to-ready, spaced: each once the spares are up |") || !strings.Contains(md.String(), "1 of 3 took one (#1;") {
+		t.Errorf("with spares, the report:\n%s", md.String())
+	}
+	// Spares that do not come up fail the part.
+	e.spares = 0
+	if _, err := runSessions(context.Background(), e, steps, procfs{e.h.proc}, 1, "core", 0, false, 1, io.Discard); err == nil || len(e.live) != 0 {
+		t.Errorf("spares that never come up: %v, left %v", err, e.live)
+	}
+
 	// A failure midway still removes every desktop made.
 	e.resetOK = false
-	if _, err := runSessions(context.Background(), e, steps, procfs{e.h.proc}, 2, "core", 0, false, io.Discard); err == nil || !strings.Contains(err.Error(), "reset refused") {
+	if _, err := runSessions(context.Background(), e, steps, procfs{e.h.proc}, 2, "core", 0, false, 0, io.Discard); err == nil || !strings.Contains(err.Error(), "reset refused") {
 		t.Errorf("failed reset: %v", err)
 	}
 	if len(e.live) != 0 {

@@ -237,10 +237,15 @@ func (r *Report) panels() []panel {
 	if s := r.Sessions; s != nil {
 		p := panel{title: "Sessions: create, reset and remove (median)", unit: "ms",
 			caption: r.caption(s.Stamp, fmt.Sprintf("%s (%s image), one after the other", plural(s.Desktops, "desktop"), s.Image))}
-		for _, row := range []struct {
+		type row struct {
 			name string
 			st   compat.Stats
-		}{{"create-to-ready", s.Create}, {"reset-to-ready", s.Reset}, {"remove", s.Remove}} {
+		}
+		rows := []row{{"create-to-ready", s.Create}}
+		if s.SpacedCreate != nil {
+			rows = append(rows, row{"create, a spare up", *s.SpacedCreate})
+		}
+		for _, row := range append(rows, row{"reset-to-ready", s.Reset}, row{"remove", s.Remove}) {
 			p.bars = append(p.bars, bar{label: row.name, segs: []seg{{serverName(string(compat.Guestd)), msOf(row.st.Median)}},
 				text: fmt.Sprintf("%s ms (p95 %s)", num(msOf(row.st.Median)), num(msOf(row.st.P95)))})
 		}

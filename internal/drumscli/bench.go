@@ -123,6 +123,7 @@ Flags:
 	fs.StringVar(&r.Name, "name", r.Name, "the report's file name, without .md, .svg or .json")
 	fs.IntVar(&r.Sessions, "sessions", r.Sessions, "desktops of the sessions part, of --light-image")
 	fs.BoolVar(&r.Standby, "standby", false, "the run's engine keeps standbys (as drums serve --standby): resets take them; the sessions part counts their memory in each desktop's and says how many resets took one (with --parts sessions only: the other parts do not count standbys)")
+	fs.IntVar(&r.Spares, "spares", 0, "the run's engine keeps this many spares of --light-image (as drums serve --spares): the sessions part's creates start once they are up and take them, and as many creates again, each once they are up, are timed and removed; the part says which creates took one (with --parts sessions only: the engine's default image is then --light-image)")
 	fs.DurationVar(&r.Idle, "idle", r.Idle, "idle time before the memory is read (guestd gives back its screenshot memory after 60 s idle)")
 	fs.StringVar(&r.LightImage, "light-image", r.LightImage, "the image of the sessions part's desktops")
 	fs.StringVar(&density, "density", density, "the density part's ramps, WORKLOAD=MAX[:STEP] comma-separated (workloads: chromium, calc, idle)")
@@ -173,6 +174,15 @@ Flags:
 	// starts they do not name.
 	if r.Standby && (len(r.Parts) != 1 || r.Parts[0] != bench.PartSessions) {
 		return cfg, fmt.Errorf("--standby measures the sessions part only: run it with --parts %s", bench.PartSessions)
+	}
+	// Spares are of the engine's default image, which the other parts'
+	// desktops use: the spares are of the light image only in a run of
+	// the sessions part alone.
+	if r.Spares < 0 {
+		return cfg, fmt.Errorf("--spares %d: must not be negative", r.Spares)
+	}
+	if r.Spares > 0 && (len(r.Parts) != 1 || r.Parts[0] != bench.PartSessions) {
+		return cfg, fmt.Errorf("--spares measures the sessions part only: run it with --parts %s", bench.PartSessions)
 	}
 	var err error
 	if r.Density, err = parseDensity(density); err != nil {
@@ -300,12 +310,17 @@ func runBenchmarks(ctx context.Context, cfg benchConfig, s stdio) error {
 	steps := &sessions.StepLog{}
 	// With --ksm every desktop of the run is marked: marked memory is
 	// scanned only while the density part runs ksmd.
-	eng, err := sessions.New(sessions.Config{Prefix: prefix, StateDir: state, ImageDir: cfg.ImageDir, Image: cfg.Image,
-		Guestd: cfg.Guestd, Logger: slog.New(steps), MemoryMerge: r.KSM, Standby: r.Standby})
+	image := cfg.Image
+	if r.Spares > 0 {
+		image = r.LightImage // the sessions part's alone
+	}
+	eng, err := sessions.New(sessions.Config{Prefix: prefix, StateDir: state, ImageDir: cfg.ImageDir, Image: image,
+		Guestd: cfg.Guestd, Logger: slog.New(steps), MemoryMerge: r.KSM, Standby: r.Standby, Spares: r.Spares})
 	if err != nil {
 		return fmt.Errorf("start the session engine: %w", err)
 	}
 	defer eng.Close()
+	eng.StartSpares() // the run's prefix is its own: nothing to adopt first
 	fmt.Fprintf(s.err, "bench: sessions under the prefix %s\n", prefix)
 	rep, err := bench.Run(ctx, r, bench.Host{
 		Engine: eng, Steps: steps,

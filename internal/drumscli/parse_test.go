@@ -73,6 +73,21 @@ func TestParseServe(t *testing.T) {
 		"--max-lease", "1h", "--create-timeout", "30s", "--parallel-creates", "3", "--width", "1024", "--height", "768", "--drain-on-exit",
 		"--log-level", "debug"}, engineArgs...), serveConfig{Provider: p, Engine: engine, LogLevel: slog.LevelDebug})
 
+	// Spares hold slots beyond the capacity, published as the others.
+	p = def
+	engine = defaultEngine
+	engine.MaxSessions, engine.Spares, engine.Standby = def.Capacity+2, 2, true
+	parsed(t, parseServe, []string{"--spares", "2", "--standby"}, serveConfig{Provider: p, Engine: engine, LogLevel: slog.LevelInfo})
+	for _, args := range [][]string{
+		{"--spares", "-1"},
+		{"--spares", "1", "--width", "1024", "--height", "768"},
+		{"--spares", "1", "--capacity", "4", "--publish-address", "192.0.2.1", "--publish-ports", "30000-30015"},
+	} {
+		if _, err := parseServe(args, io.Discard); err == nil {
+			t.Errorf("parseServe %q: no error", args)
+		}
+	}
+
 	// $DRUMS_SOCKET is the socket's default; -v gives the engine a logger.
 	t.Setenv("DRUMS_SOCKET", "/env.sock")
 	cfg, err := parseServe([]string{"-v"}, io.Discard)

@@ -72,9 +72,10 @@ Flags:
 	fs.BoolVar(&p.DrainOnExit, "drain-on-exit", false, "remove every desktop on SIGTERM/SIGINT (default: keep them for the next daemon to adopt)")
 	var pub sessions.Publish
 	fs.TextVar(&pub.Address, "publish-address", netip.Addr{}, "publish each desktop's guest ports (5000, 9222, 8006, 8080) on this IPv4 `address` of the host, e.g. a Kubernetes node's (needs --publish-ports); leases then report this address and the desktop's ports")
-	publishPorts := fs.String("publish-ports", "", "the TCP ports `FIRST-LAST` of --publish-address to publish on, 4 per desktop (at least 4 x --capacity)")
+	publishPorts := fs.String("publish-ports", "", "the TCP ports `FIRST-LAST` of --publish-address to publish on, 4 per desktop (at least 4 x (--capacity + --spares))")
 	var ef engineFlags
 	ef.register(fs)
+	spares := fs.Int("spares", 0, "keep this many spare desktops of the default shape (1920x1080, the engine's image: --width and --height must stay at it) started ahead, with no network, for a create of that shape (a warm pool's refill, a lease that finds none warm) to take instead of starting one; each holds an idle desktop's memory, beyond --capacity")
 	standby := fs.Bool("standby", false, "keep every desktop's next incarnation started ahead, with no network, for its next revert (reset) to take over: a revert then skips the desktop's start, but every desktop holds about twice its idle memory (21.4 MiB more PSS measured for a light one) and a second set of processes")
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -86,26 +87,37 @@ Flags:
 	if err := readTokenFile(*tokenFile, &p.Token); err != nil {
 		return cfg, err
 	}
-	if err := parsePublish(&pub, *publishPorts, p.Capacity); err != nil {
+	// Spares are the engine's desktops of Request{}: of its default
+	// screen, which the daemon's default shape must then be.
+	if *spares < 0 {
+		return cfg, fmt.Errorf("--spares %d: must not be negative", *spares)
+	}
+	if *spares > 0 && (p.Width != sessions.DefaultWidth || p.Height != sessions.DefaultHeight) {
+		return cfg, fmt.Errorf("--spares are desktops of %dx%d, the engine's default screen: leave --width and --height at it", sessions.DefaultWidth, sessions.DefaultHeight)
+	}
+	if err := parsePublish(&pub, *publishPorts, p.Capacity, *spares); err != nil {
 		return cfg, err
 	}
 	var err error
 	if cfg.Engine, err = ef.config(stderr); err != nil {
 		return cfg, err
 	}
-	cfg.Engine.Publish, cfg.Engine.Standby = pub, *standby
+	cfg.Engine.Publish, cfg.Engine.Standby, cfg.Engine.Spares = pub, *standby, *spares
 	if p.StateDir == "" {
 		p.StateDir = provider.DefaultStateDir(cfg.Engine.StateDir, cfg.Engine.Prefix)
 	}
-	// The engine never needs more slots than the daemon's capacity.
-	cfg.Engine.MaxSessions = p.Capacity
+	// The engine never needs more slots than the daemon's capacity and
+	// its spares: a spare holds a slot, and one taken leaves its slot to
+	// the desktop it became, so the spares never take a slot from a
+	// desktop of another shape.
+	cfg.Engine.MaxSessions = p.Capacity + *spares
 	p.Image = cfg.Engine.Image
 	return cfg, p.Validate()
 }
 
 // parsePublish completes pub from --publish-ports FIRST-LAST, which must
-// hold 4 ports for each of capacity desktops.
-func parsePublish(pub *sessions.Publish, ports string, capacity int) error {
+// hold 4 ports for each of capacity desktops and spares spares.
+func parsePublish(pub *sessions.Publish, ports string, capacity, spares int) error {
 	if !pub.Address.IsValid() && ports == "" {
 		return nil
 	}
@@ -119,8 +131,12 @@ func parsePublish(pub *sessions.Publish, ports string, capacity int) error {
 		return fmt.Errorf("--publish-ports %q: want FIRST-LAST, 1 <= FIRST <= LAST <= 65535", ports)
 	}
 	pub.FirstPort, pub.Ports = uint16(f), int(l-f+1)
-	if pub.Ports < 4*capacity {
-		return fmt.Errorf("--publish-ports %s: %d ports hold %d desktops of 4 ports, fewer than --capacity %d", ports, pub.Ports, pub.Ports/4, capacity)
+	if pub.Ports < 4*(capacity+spares) {
+		want := fmt.Sprintf("--capacity %d", capacity)
+		if spares > 0 {
+			want = fmt.Sprintf("--capacity %d + --spares %d", capacity, spares)
+		}
+		return fmt.Errorf("--publish-ports %s: %d ports hold %d desktops of 4 ports, fewer than %s", ports, pub.Ports, pub.Ports/4, want)
 	}
 	return nil
 }

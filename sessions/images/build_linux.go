@@ -255,7 +255,7 @@ func (s *Store) install(b *building, im *Image, name string, replace bool) error
 			return err
 		}
 		if !free {
-			return fmt.Errorf("image %s (%s) is in use by running desktops: remove them, or build under another name: %w", im.ShortID(), name, ErrBusy)
+			return fmt.Errorf("image %s (%s) is in use by running desktops (a daemon's spares, which `drums session ls` does not show, count: they go when it stops): remove them, or build under another name: %w", im.ShortID(), name, ErrBusy)
 		}
 		defer use.Close()
 		old := b.dir + ".old"

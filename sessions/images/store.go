@@ -281,7 +281,7 @@ func (s *Store) Remove(ref string) error {
 		return err
 	}
 	if !free {
-		return fmt.Errorf("image %s is in use by running desktops: remove them first: %w", ref, ErrBusy)
+		return fmt.Errorf("image %s is in use by running desktops (a daemon's spares, which `drums session ls` does not show, count: they go when it stops): remove them first: %w", ref, ErrBusy)
 	}
 	defer use.Close()
 	for _, n := range drop {
