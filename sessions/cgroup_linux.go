@@ -224,19 +224,21 @@ func cgroupProcs(dir string) ([]int, error) {
 // (tens of milliseconds).
 const cgroupPollInterval = 2 * time.Millisecond
 
-// removeCgroupDir kills what is left in dir and removes it; an absent
-// directory is success. A killed process leaves its cgroup only once
-// reaped, which for an adopted init is the host's PID 1's business.
+// removeCgroupDir kills what is left in dir and the cgroups under it (a
+// desktop's user manager makes its own: init.scope, app.slice, one per
+// unit) and removes them, deepest first; an absent directory is success.
+// A killed process leaves its cgroup only once reaped, which for an
+// adopted init is the host's PID 1's business.
 func removeCgroupDir(ctx context.Context, dir string) error {
 	for {
-		err := unix.Rmdir(dir)
-		if err == nil || errors.Is(err, unix.ENOENT) {
+		err := rmdirTree(dir)
+		if err == nil {
 			return nil
 		}
 		if !errors.Is(err, unix.EBUSY) {
 			return fmt.Errorf("remove cgroup %s: %w", dir, err)
 		}
-		procs, _ := cgroupProcs(dir)
+		procs := treeProcs(dir)
 		for _, pid := range procs {
 			unix.Kill(pid, unix.SIGKILL)
 		}
@@ -246,6 +248,42 @@ func removeCgroupDir(ctx context.Context, dir string) error {
 		case <-time.After(cgroupPollInterval):
 		}
 	}
+}
+
+// rmdirTree removes dir and every cgroup under it, deepest first, and
+// stops at the first that will not go (EBUSY while a process is in it).
+// An absent directory is success.
+func rmdirTree(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := rmdirTree(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	if err := unix.Rmdir(dir); err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	return nil
+}
+
+// treeProcs lists the processes in dir and the cgroups under it.
+func treeProcs(dir string) []int {
+	procs, _ := cgroupProcs(dir)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			procs = append(procs, treeProcs(filepath.Join(dir, e.Name()))...)
+		}
+	}
+	return procs
 }
 
 // removeCgroup removes the session's directory in every hierarchy.
