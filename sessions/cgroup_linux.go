@@ -49,11 +49,14 @@ func setupCgroup(layout cgroupLayout, p CgroupPlan) error {
 		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("create cgroup %s: %w", dir, err)
 		}
-		return writeFiles(dir, map[string]string{
+		if err := writeFiles(dir, map[string]string{
 			"memory.max": strconv.FormatInt(p.MemoryBytes, 10),
 			"pids.max":   strconv.Itoa(p.Pids),
 			"cpu.max":    fmt.Sprintf("%d %d", p.CPUQuotaUS, p.CPUPeriodUS),
-		})
+		}); err != nil {
+			return err
+		}
+		return delegate(p)
 	}
 	for h, dir := range p.Dirs {
 		ctrls := strings.Split(h, ",")
@@ -75,7 +78,7 @@ func setupCgroup(layout cgroupLayout, p CgroupPlan) error {
 			}
 		}
 	}
-	return nil
+	return delegate(p)
 }
 
 // writeLimits writes a v1 controller's settings of the session.
@@ -284,6 +287,70 @@ func treeProcs(dir string) []int {
 		}
 	}
 	return procs
+}
+
+// clearDelegated removes the cgroups under a session's delegated
+// directory (what its last desktop's user manager made) before a desktop
+// starts in it again.
+func clearDelegated(ctx context.Context, p CgroupPlan) error {
+	if len(p.Delegated) == 0 {
+		return nil
+	}
+	dir := p.unified()
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read cgroup %s: %w", dir, err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.IsDir() {
+			errs = append(errs, removeCgroupDir(ctx, filepath.Join(dir, e.Name())))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Bounds on the cgroups a desktop may make under its delegated directory
+// (each costs kernel memory, and removal walks them): the user manager
+// makes about 15, a slice per kind and one per unit, and the VM's deepest,
+// an application's scope, lies 5 below the desktop's root. They are
+// written in the delegated directory itself, whose other files stay the
+// host's: the desktop cannot raise them.
+const (
+	cgroupMaxDescendants = 512
+	cgroupMaxDepth       = 16
+)
+
+// delegate creates the session's delegated cgroups (CgroupPlan.Delegated)
+// and gives each, with the files that move processes and enable
+// controllers, to its owner, as systemd's CGROUP_DELEGATION.md has a
+// delegating manager do; limits and every other file stay the host's.
+func delegate(p CgroupPlan) error {
+	if len(p.Delegated) == 0 {
+		return nil
+	}
+	dir := p.unified()
+	if err := writeFiles(dir, map[string]string{
+		"cgroup.max.descendants": strconv.Itoa(cgroupMaxDescendants),
+		"cgroup.max.depth":       strconv.Itoa(cgroupMaxDepth),
+	}); err != nil {
+		return err
+	}
+	for _, d := range p.Delegated {
+		path := filepath.Join(dir, d.Path)
+		if err := os.Mkdir(path, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("create cgroup %s: %w", path, err)
+		}
+		for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"} {
+			if err := os.Lchown(filepath.Join(path, f), d.UID, d.GID); err != nil {
+				return fmt.Errorf("delegate cgroup %s: %w", path, err)
+			}
+		}
+	}
+	return nil
 }
 
 // removeCgroup removes the session's directory in every hierarchy.

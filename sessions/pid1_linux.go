@@ -81,8 +81,13 @@ type forkResult struct {
 
 // startForker prepares the forking thread: a cgroup namespace of its own
 // (rooted where init is by then: the session's cgroups) and the seccomp
-// filter.
-func startForker(r *reaper) (*forker, error) {
+// filter. With mountCgroup it also mounts the cgroup2 hierarchy at
+// /sys/fs/cgroup in the desktop (CgroupPlan.Delegated): a cgroup2 mount
+// is rooted at the mounting thread's cgroup namespace's root, so only
+// this thread, once it has unshared, mounts the session's own subtree
+// (init's other threads are, on a v1 host, in the namespace init was
+// born with, rooted at the engine's cgroup).
+func startForker(r *reaper, mountCgroup bool) (*forker, error) {
 	f := &forker{reqs: make(chan forkReq), r: r}
 	ready := make(chan error, 1)
 	go func() {
@@ -90,6 +95,12 @@ func startForker(r *reaper) (*forker, error) {
 		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
 			ready <- fmt.Errorf("unshare cgroup namespace: %w", err)
 			return
+		}
+		if mountCgroup {
+			if err := unix.Mount("cgroup2", cgroupRoot, "cgroup2", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+				ready <- fmt.Errorf("mount cgroup2 on %s: %w", cgroupRoot, err)
+				return
+			}
 		}
 		if err := installSeccomp(); err != nil {
 			ready <- err

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -128,7 +130,11 @@ func (in *initProc) startProc(proc Proc, extra ...*os.File) (*stackProc, error) 
 	if len(proc.Env) > 0 {
 		env = append(slices.Clip(in.plan.Env), proc.Env...)
 	}
-	pid, done, err := in.spawn(procOpts{argv: proc.Argv, root: proc.Root, env: env, files: files})
+	o := procOpts{argv: proc.Argv, root: proc.Root, env: env, files: files}
+	if proc.Cgroup != "" {
+		o = in.inCgroup(o, proc.Cgroup)
+	}
+	pid, done, err := in.spawn(o)
 	w.Close()
 	if err != nil {
 		r.Close()
@@ -238,16 +244,149 @@ func (in *initProc) startReady(ctx context.Context, proc Proc, listening func())
 		if err != nil {
 			return err
 		}
-		select {
-		case <-p.log.seen:
-			return nil
-		case <-p.exited:
-			return p.err(describeString(p.status) + " before it said it was ready")
-		case <-ctx.Done():
-			return ctx.Err()
+		return p.waitSeen(ctx, p.log.seen)
+	case "notify":
+		conn, addr, err := listenNotify(proc.Name)
+		if err != nil {
+			return err
 		}
+		defer conn.Close()
+		proc.Env = append(slices.Clip(proc.Env), "NOTIFY_SOCKET="+addr)
+		p, err := in.startProc(proc)
+		if err != nil {
+			return err
+		}
+		msgs := newProcLog(proc.Name+"-notify", proc.ReadyLine, in.log)
+		go msgs.copy(datagramLines(conn))
+		return p.waitSeen(ctx, msgs.seen)
 	}
 	return fmt.Errorf("%s: unknown readiness %q: %w", proc.Name, proc.Ready, ErrInit)
+}
+
+// waitSeen waits until seen is closed (the process said it is ready).
+func (p *stackProc) waitSeen(ctx context.Context, seen <-chan struct{}) error {
+	select {
+	case <-seen:
+		return nil
+	case <-p.exited:
+		return p.err(describeString(p.status) + " before it said it was ready")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// listenNotify makes the socket a process's sd_notify(3) messages come to:
+// a datagram socket in the desktop's abstract namespace (its network
+// namespace's), which a process of any uid can send to, so the user's
+// systemd reaches host root's init. Only the desktop's own processes can,
+// and none of an agent runs before the desktop is ready.
+func listenNotify(name string) (*net.UnixConn, string, error) {
+	addr := "@drums-notify-" + name
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: addr, Net: "unixgram"})
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: listen for its notifications on %s: %w: %w", name, addr, err, ErrStack)
+	}
+	return conn, addr, nil
+}
+
+// datagramLines reads conn's datagrams as lines (each ends with one), until
+// conn is closed.
+func datagramLines(conn *net.UnixConn) io.ReadCloser {
+	r, w := io.Pipe()
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				w.CloseWithError(err)
+				return
+			}
+			if _, err := w.Write(append(buf[:n:n], '\n')); err != nil {
+				return
+			}
+		}
+	}()
+	return r
+}
+
+// inCgroup has o start in cgroup: through drums-init cgroup-exec
+// (RunCgroupExec), run as the desktop's root, which may move a process
+// from the desktop's cgroup root into any cgroup under it, and which then
+// takes o's ids and execs o's program.
+func (in *initProc) inCgroup(o procOpts, cgroup string) procOpts {
+	u := in.plan.User
+	uid, gid, groups, dir := u.UID, u.GID, u.Groups, u.Home
+	if o.root {
+		uid, gid, groups, dir = 0, 0, nil, "/root"
+	}
+	if o.dir == "" {
+		o.dir = dir
+	}
+	gs := make([]string, len(groups))
+	for i, g := range groups {
+		gs[i] = strconv.Itoa(g)
+	}
+	o.argv = append([]string{CgroupExecCommand, cgroup, strconv.Itoa(uid), strconv.Itoa(gid), strings.Join(gs, ","), "--"}, o.argv...)
+	o.root, o.self = true, true
+	return o
+}
+
+// CgroupExecCommand is the subcommand of drums-init that runs
+// RunCgroupExec.
+const CgroupExecCommand = "cgroup-exec"
+
+// RunCgroupExec is `drums-init cgroup-exec CGROUP UID GID GROUPS -- PROG
+// ARGS...`, run by init in the desktop as its root: it moves itself into
+// CGROUP (a path under /sys/fs/cgroup), takes the desktop's ids UID, GID
+// and GROUPS (comma-separated) and execs PROG, found on the session's
+// PATH. It returns an exit status only when it fails.
+func RunCgroupExec(args []string) int {
+	if len(args) < 6 || args[4] != "--" {
+		fmt.Fprintln(os.Stderr, "usage: drums-init cgroup-exec CGROUP UID GID GROUPS -- PROG ARGS...")
+		return 2
+	}
+	if err := cgroupExec(args[0], args[1], args[2], args[3], args[5:]); err != nil {
+		fmt.Fprintf(os.Stderr, "drums-init cgroup-exec: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func cgroupExec(cgroup, uidS, gidS, groupsS string, argv []string) error {
+	uid, err := strconv.Atoi(uidS)
+	if err != nil {
+		return fmt.Errorf("uid %q: %w", uidS, err)
+	}
+	gid, err := strconv.Atoi(gidS)
+	if err != nil {
+		return fmt.Errorf("gid %q: %w", gidS, err)
+	}
+	groups := []int{}
+	for _, g := range strings.FieldsFunc(groupsS, func(r rune) bool { return r == ',' }) {
+		n, err := strconv.Atoi(g)
+		if err != nil {
+			return fmt.Errorf("group %q: %w", g, err)
+		}
+		groups = append(groups, n)
+	}
+	procs := filepath.Join(cgroupRoot, filepath.Clean("/"+cgroup), "cgroup.procs")
+	if err := os.WriteFile(procs, []byte("0"), 0); err != nil {
+		return fmt.Errorf("move into %s: %w", procs, err)
+	}
+	path, err := lookPath(argv[0])
+	if err != nil {
+		return err
+	}
+	if err := syscall.Setgroups(groups); err != nil {
+		return fmt.Errorf("set groups %v: %w", groups, err)
+	}
+	if err := syscall.Setgid(gid); err != nil {
+		return fmt.Errorf("set gid %d: %w", gid, err)
+	}
+	if err := syscall.Setuid(uid); err != nil {
+		return fmt.Errorf("set uid %d: %w", uid, err)
+	}
+	return fmt.Errorf("exec %s: %w", path, syscall.Exec(path, argv, os.Environ()))
 }
 
 // waitA11y waits until the launcher owns org.a11y.Bus on the session bus
