@@ -145,3 +145,49 @@ func userManagerUp(t *testing.T, s *Session) {
 		t.Errorf("failed user units: %s", out)
 	}
 }
+
+// A warm reset (Config.Standby) hands over to a standby whose user manager
+// came up under the session's other cgroup names; the next standby takes
+// the first names back, with nothing of the manager that ran there.
+func TestUserManagerStandby(t *testing.T) {
+	testimage.NeedImages(t, gnomeImage)
+	w := needWorld(t)
+	eng := standbyEngine(t, false)
+	s := newSessionOf(t, eng, Request{Image: gnomeImage})
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	for round := range 2 {
+		sb := upStandby(t, eng, s.ID)
+		mustRunOn(t, eng, s, "", "mkdir /sys/fs/cgroup"+userService+"/app.slice/leftover.slice")
+		old := s.Plan.Cgroup.unified()
+		r, err := eng.Reset(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Standby || r.InitPID != sb.pid {
+			t.Fatalf("round %d: the reset did not take the standby: %+v", round, r)
+		}
+		if out, _ := runOn(t, eng, r, "", "systemctl --user is-system-running"); out != "running\n" {
+			t.Errorf("round %d: after the warm reset, systemctl --user is-system-running: %q", round, out)
+		}
+		if out := mustRunOn(t, eng, r, "", "cat /proc/$(pgrep -u user -x systemd)/cgroup | grep ^0::"); strings.TrimSpace(out) != "0::"+userService+"/init.scope" {
+			t.Errorf("round %d: the user manager's cgroup: %s", round, out)
+		}
+		if _, err := os.Stat(filepath.Join(sb.plan.Cgroup.unified(), userService, "init.scope")); err != nil {
+			t.Errorf("round %d: the manager is not under the standby's cgroup %s: %v", round, sb.plan.Cgroup.unified(), err)
+		}
+		// The next standby starts in the names the old desktop had: what
+		// its manager made there goes first.
+		upStandby(t, eng, s.ID)
+		if _, err := os.Stat(filepath.Join(old, userService, "app.slice", "leftover.slice")); !os.IsNotExist(err) {
+			t.Errorf("round %d: a cgroup of the desktop before the reset under %s: %v", round, old, err)
+		}
+		s = r
+	}
+	if err := eng.Remove(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if left := sessionLeftovers(w, s); len(left) > 0 {
+		t.Errorf("after remove: %v", left)
+	}
+}
