@@ -339,6 +339,19 @@ func delegate(p CgroupPlan) error {
 	}); err != nil {
 		return err
 	}
+	// The last desktop's root may have enabled controllers for its
+	// children (on v2, once it had moved every process, init too, out of
+	// its root): a new init can then not be born in it (cgroup v2's "no
+	// internal processes"). clearDelegated removed the children.
+	enabled, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	if err != nil {
+		return fmt.Errorf("read %s/cgroup.subtree_control: %w", dir, err)
+	}
+	if ctrls := strings.Fields(string(enabled)); len(ctrls) > 0 {
+		if err := writeFiles(dir, map[string]string{"cgroup.subtree_control": "-" + strings.Join(ctrls, " -")}); err != nil {
+			return err
+		}
+	}
 	for _, d := range p.Delegated {
 		path := filepath.Join(dir, d.Path)
 		if err := os.Mkdir(path, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
