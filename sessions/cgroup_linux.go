@@ -354,7 +354,7 @@ func delegate(p CgroupPlan) error {
 	}
 	for _, d := range p.Delegated {
 		path := filepath.Join(dir, d.Path)
-		if err := os.Mkdir(path, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := os.Mkdir(path, os.FileMode(d.Mode)); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("create cgroup %s: %w", path, err)
 		}
 		for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"} {
