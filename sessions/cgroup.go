@@ -62,8 +62,8 @@ func (p CgroupPlan) dir(controller string) string {
 }
 
 // unified is the session's directory in the cgroup2 hierarchy: its only
-// one on v2, the hybrid "unified" one on v1 (with no controllers), or ""
-// when the host mounts none.
+// one on v2, the hybrid "unified" one on v1 (no controller enabled down
+// to the session's), or "" when the host mounts none.
 func (p CgroupPlan) unified() string {
 	if p.Version == 2 {
 		return p.Dirs[""]

@@ -289,9 +289,11 @@ func treeProcs(dir string) []int {
 	return procs
 }
 
-// clearDelegated removes the cgroups under a session's delegated
-// directory (what its last desktop's user manager made) before a desktop
-// starts in it again.
+// clearDelegated removes the cgroups under a session's cgroup2
+// directory (the delegated ones and what the last desktop's user manager
+// made in them) before a desktop starts in it again: delegate makes them
+// afresh, so nothing the last desktop's root did to them (modes, user.*
+// extended attributes, enabled controllers) carries over.
 func clearDelegated(ctx context.Context, p CgroupPlan) error {
 	if len(p.Delegated) == 0 {
 		return nil
@@ -313,12 +315,12 @@ func clearDelegated(ctx context.Context, p CgroupPlan) error {
 	return errors.Join(errs...)
 }
 
-// Bounds on the cgroups a desktop may make under its delegated directory
-// (each costs kernel memory, and removal walks them): the user manager
-// makes about 15, a slice per kind and one per unit, and the VM's deepest,
-// an application's scope, lies 5 below the desktop's root. They are
-// written in the delegated directory itself, whose other files stay the
-// host's: the desktop cannot raise them.
+// Bounds on the cgroups a desktop may make under its delegated ones (each
+// costs kernel memory, and removal walks them): the user manager makes
+// about 15, a slice per kind and one per unit, and the VM's deepest, an
+// application's scope, lies 5 below the desktop's root. They are written
+// in the session's directory, the host root's: the desktop cannot raise
+// them.
 const (
 	cgroupMaxDescendants = 512
 	cgroupMaxDepth       = 16
@@ -327,7 +329,8 @@ const (
 // delegate creates the session's delegated cgroups (CgroupPlan.Delegated)
 // and gives each, with the files that move processes and enable
 // controllers, to its owner, as systemd's CGROUP_DELEGATION.md has a
-// delegating manager do; limits and every other file stay the host's.
+// delegating manager do; limits, the session's directory and every
+// other file stay the host's.
 func delegate(p CgroupPlan) error {
 	if len(p.Delegated) == 0 {
 		return nil
@@ -339,22 +342,9 @@ func delegate(p CgroupPlan) error {
 	}); err != nil {
 		return err
 	}
-	// The last desktop's root may have enabled controllers for its
-	// children (on v2, once it had moved every process, init too, out of
-	// its root): a new init can then not be born in it (cgroup v2's "no
-	// internal processes"). clearDelegated removed the children.
-	enabled, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
-	if err != nil {
-		return fmt.Errorf("read %s/cgroup.subtree_control: %w", dir, err)
-	}
-	if ctrls := strings.Fields(string(enabled)); len(ctrls) > 0 {
-		if err := writeFiles(dir, map[string]string{"cgroup.subtree_control": "-" + strings.Join(ctrls, " -")}); err != nil {
-			return err
-		}
-	}
 	for _, d := range p.Delegated {
 		path := filepath.Join(dir, d.Path)
-		if err := os.Mkdir(path, os.FileMode(d.Mode)); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := os.Mkdir(path, os.FileMode(d.Mode)); err != nil {
 			return fmt.Errorf("create cgroup %s: %w", path, err)
 		}
 		for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"} {

@@ -170,14 +170,14 @@ type CgroupPlan struct {
 	Pids        int               `json:"pids"`
 	CPUQuotaUS  int64             `json:"cpu_quota_us"`
 	CPUPeriodUS int64             `json:"cpu_period_us"`
-	// Delegated, when set, hands the session's cgroup2 directory
-	// (unified) to the desktop, as systemd delegates a cgroup to a
-	// container or to a user's manager (its CGROUP_DELEGATION.md): the
-	// engine creates each directory (Path relative to it; "." is itself)
-	// and gives it and its cgroup.procs, cgroup.subtree_control and
-	// cgroup.threads to the host ids UID, GID; init mounts cgroup2 at
-	// /sys/fs/cgroup in the desktop, rooted there by the desktop's cgroup
-	// namespace.
+	// Delegated, when set, hands cgroups under the session's cgroup2
+	// directory (unified) to the desktop, as systemd delegates a cgroup
+	// to a user's manager (its CGROUP_DELEGATION.md): the engine creates
+	// each directory (Path relative to it) and gives it and its
+	// cgroup.procs, cgroup.subtree_control and cgroup.threads to the
+	// host ids UID, GID; the session's directory itself stays the host
+	// root's. Init mounts cgroup2 at /sys/fs/cgroup in the desktop,
+	// rooted there by the desktop's cgroup namespace.
 	Delegated []Dir `json:"delegated,omitempty"`
 }
 
@@ -216,10 +216,7 @@ type Proc struct {
 	Root bool `json:"root,omitempty"`
 	// Cgroup, where set, is the cgroup (a path under the desktop's
 	// /sys/fs/cgroup, one of CgroupPlan.Delegated) the process starts in:
-	// it is started through drums-init cgroup-exec, which moves itself
-	// there as the desktop's root, then takes the process's ids and execs
-	// it (clone3's CLONE_INTO_CGROUP would do it in one step, but the
-	// desktop's seccomp filter, on init's forking thread, refuses clone3).
+	// init, as host root, moves it there before it runs its program.
 	Cgroup string `json:"cgroup,omitempty"`
 }
 
@@ -380,8 +377,10 @@ const userManager = "/lib/systemd/systemd"
 // runs it: in the cgroup the VM's systemd gives it,
 // /user.slice/user-UID.slice/user@UID.service, delegated to the user
 // (it makes init.scope, app.slice, a cgroup per unit under it), with
-// the desktop's root owning the desktop's cgroup root and the slices
-// above, as the VM's root does. It starts once the session bus is up (its
+// the desktop's root owning the slices above, as the VM's root does; the
+// desktop's cgroup root stays the host root's (its processes, init's
+// among them, are the host's to move), and init moves the manager into
+// its cgroup. It starts once the session bus is up (its
 // units use it) and is ready when it says its startup finished (sd_notify,
 // as user@.service is Type=notify). systemd 252 sends READY=1 twice: with
 // "STATUS=Reached basic.target." before default.target's units have
@@ -406,7 +405,7 @@ func addUserManager(p *Plan) {
 	slice := "user.slice/user-" + uid + ".slice"
 	service := slice + "/user@" + uid + ".service"
 	p.Cgroup.Delegated = []Dir{
-		rootDir(ids, ".", 0o755), rootDir(ids, "user.slice", 0o755), rootDir(ids, slice, 0o755),
+		rootDir(ids, "user.slice", 0o755), rootDir(ids, slice, 0o755),
 		{Path: service, Mode: 0o755, UID: ids.ToHost(u.UID), GID: ids.ToHost(u.GID)},
 	}
 	p.Root.Dirs = append(p.Root.Dirs, rootDir(ids, "/run/systemd/user", 0o755))

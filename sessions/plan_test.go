@@ -552,7 +552,6 @@ func TestPlanUserManager(t *testing.T) {
 		}
 		root, user := p.IDs.ToHost(0), p.IDs.ToHost(1000)
 		want := []Dir{
-			{Path: ".", Mode: 0o755, UID: root, GID: root},
 			{Path: "user.slice", Mode: 0o755, UID: root, GID: root},
 			{Path: "user.slice/user-1000.slice", Mode: 0o755, UID: root, GID: root},
 			{Path: strings.TrimPrefix(service, "/"), Mode: 0o755, UID: user, GID: user},

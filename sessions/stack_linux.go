@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -46,6 +45,10 @@ type procOpts struct {
 	files   []*os.File // fds 0, 1, 2, 3...; nil entries are /dev/null
 	setctty bool
 	self    bool // argv are arguments of init's own binary (drums-init)
+	// cgroup, where set, is the cgroup (a path under the desktop's
+	// /sys/fs/cgroup) init moves the process into before it runs its
+	// program (inCgroup).
+	cgroup string
 }
 
 // spawn starts a process of the desktop, in the desktop's user namespace
@@ -92,9 +95,32 @@ func (in *initProc) spawn(o procOpts) (int, <-chan unix.WaitStatus, error) {
 		}
 		path = p
 	}
+	if o.cgroup != "" {
+		// The process waits, before it runs path, until init has moved it
+		// into its cgroup (forker.fork): the image's /bin/sh, as the
+		// process's user, reads a pipe until init closes its end, then
+		// execs path in the same process. Init moves it as host root from
+		// the desktop's cgroup root, which stays the host's: the desktop
+		// can move no process out of the root itself. (clone3's
+		// CLONE_INTO_CGROUP would do it in one step, but the desktop's
+		// seccomp filter, on init's forking thread, refuses clone3.)
+		fd := len(files)
+		if fd > 9 { // sh's redirections take one digit
+			return 0, nil, fmt.Errorf("%s: %d descriptors, at most 9 for a process started in a cgroup", o.argv[0], fd)
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			return 0, nil, fmt.Errorf("%s: pipe: %w", o.argv[0], err)
+		}
+		defer r.Close()
+		defer w.Close() // the process's go: the fork has moved it (or killed it) by then
+		files = append(files, r.Fd())
+		n := strconv.Itoa(fd)
+		path, argv = "/bin/sh", append([]string{"sh", "-c", "read _ <&" + n + "; exec " + n + `<&-; exec "$0" "$@"`, path}, argv[1:]...)
+	}
 	attr := &syscall.ProcAttr{Dir: dir, Env: env, Files: files,
 		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: o.setctty, Credential: enterCredential(in.plan.IDs, gid, groups)}}
-	pid, done, err := in.forker.start(o.argv[0], procFD(in.busybox), enterArgv(uid, path, argv[1:]), attr)
+	pid, done, err := in.forker.start(o.argv[0], procFD(in.busybox), enterArgv(uid, path, argv[1:]), attr, o.cgroup)
 	runtime.KeepAlive(o.files)
 	return pid, done, err
 }
@@ -130,11 +156,7 @@ func (in *initProc) startProc(proc Proc, extra ...*os.File) (*stackProc, error) 
 	if len(proc.Env) > 0 {
 		env = append(slices.Clip(in.plan.Env), proc.Env...)
 	}
-	o := procOpts{argv: proc.Argv, root: proc.Root, env: env, files: files}
-	if proc.Cgroup != "" {
-		o = in.inCgroup(o, proc.Cgroup)
-	}
-	pid, done, err := in.spawn(o)
+	pid, done, err := in.spawn(procOpts{argv: proc.Argv, root: proc.Root, env: env, files: files, cgroup: proc.Cgroup})
 	w.Close()
 	if err != nil {
 		r.Close()
@@ -307,86 +329,6 @@ func datagramLines(conn *net.UnixConn) io.ReadCloser {
 		}
 	}()
 	return r
-}
-
-// inCgroup has o start in cgroup: through drums-init cgroup-exec
-// (RunCgroupExec), run as the desktop's root, which may move a process
-// from the desktop's cgroup root into any cgroup under it, and which then
-// takes o's ids and execs o's program.
-func (in *initProc) inCgroup(o procOpts, cgroup string) procOpts {
-	u := in.plan.User
-	uid, gid, groups, dir := u.UID, u.GID, u.Groups, u.Home
-	if o.root {
-		uid, gid, groups, dir = 0, 0, nil, "/root"
-	}
-	if o.dir == "" {
-		o.dir = dir
-	}
-	gs := make([]string, len(groups))
-	for i, g := range groups {
-		gs[i] = strconv.Itoa(g)
-	}
-	o.argv = append([]string{CgroupExecCommand, cgroup, strconv.Itoa(uid), strconv.Itoa(gid), strings.Join(gs, ","), "--"}, o.argv...)
-	o.root, o.self = true, true
-	return o
-}
-
-// CgroupExecCommand is the subcommand of drums-init that runs
-// RunCgroupExec.
-const CgroupExecCommand = "cgroup-exec"
-
-// RunCgroupExec is `drums-init cgroup-exec CGROUP UID GID GROUPS -- PROG
-// ARGS...`, run by init in the desktop as its root: it moves itself into
-// CGROUP (a path under /sys/fs/cgroup), takes the desktop's ids UID, GID
-// and GROUPS (comma-separated) and execs PROG, found on the session's
-// PATH. It returns an exit status only when it fails.
-func RunCgroupExec(args []string) int {
-	if len(args) < 6 || args[4] != "--" {
-		fmt.Fprintln(os.Stderr, "usage: drums-init cgroup-exec CGROUP UID GID GROUPS -- PROG ARGS...")
-		return 2
-	}
-	if err := cgroupExec(args[0], args[1], args[2], args[3], args[5:]); err != nil {
-		fmt.Fprintf(os.Stderr, "drums-init cgroup-exec: %v\n", err)
-		return 1
-	}
-	return 0
-}
-
-func cgroupExec(cgroup, uidS, gidS, groupsS string, argv []string) error {
-	uid, err := strconv.Atoi(uidS)
-	if err != nil {
-		return fmt.Errorf("uid %q: %w", uidS, err)
-	}
-	gid, err := strconv.Atoi(gidS)
-	if err != nil {
-		return fmt.Errorf("gid %q: %w", gidS, err)
-	}
-	groups := []int{}
-	for _, g := range strings.FieldsFunc(groupsS, func(r rune) bool { return r == ',' }) {
-		n, err := strconv.Atoi(g)
-		if err != nil {
-			return fmt.Errorf("group %q: %w", g, err)
-		}
-		groups = append(groups, n)
-	}
-	procs := filepath.Join(cgroupRoot, filepath.Clean("/"+cgroup), "cgroup.procs")
-	if err := os.WriteFile(procs, []byte("0"), 0); err != nil {
-		return fmt.Errorf("move into %s: %w", procs, err)
-	}
-	path, err := lookPath(argv[0])
-	if err != nil {
-		return err
-	}
-	if err := syscall.Setgroups(groups); err != nil {
-		return fmt.Errorf("set groups %v: %w", groups, err)
-	}
-	if err := syscall.Setgid(gid); err != nil {
-		return fmt.Errorf("set gid %d: %w", gid, err)
-	}
-	if err := syscall.Setuid(uid); err != nil {
-		return fmt.Errorf("set uid %d: %w", uid, err)
-	}
-	return fmt.Errorf("exec %s: %w", path, syscall.Exec(path, argv, os.Environ()))
 }
 
 // waitA11y waits until the launcher owns org.a11y.Bus on the session bus

@@ -2,11 +2,14 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/drums-dev/drums/internal/testimage"
 )
@@ -32,11 +35,21 @@ func TestUserManager(t *testing.T) {
 	if out := mustRun(t, s, "", "cat /proc/$(pgrep -u user -x systemd)/cgroup | grep ^0::"); strings.TrimSpace(out) != "0::"+userService+"/init.scope" {
 		t.Errorf("the user manager's cgroup: %s", out)
 	}
-	// drums' session bus is still the one at the desktop's address.
+	// drums' session bus is still the one at the desktop's address: the
+	// image's dbus.socket is masked and down, and a call on the bus
+	// (which would socket-activate the image's bus, were it listening)
+	// leaves no bus daemon of systemd's.
+	for _, c := range []struct{ cmd, want string }{
+		{"is-enabled", "masked-runtime\n"}, {"is-active", "inactive\n"},
+	} {
+		if out, _ := run(t, s, "", "systemctl --user "+c.cmd+" dbus.socket"); out != c.want {
+			t.Errorf("systemctl --user %s dbus.socket: %q, want %q", c.cmd, out, c.want)
+		}
+	}
+	mustRun(t, s, "", "gdbus call --session --dest org.freedesktop.DBus --object-path /org/freedesktop/DBus --method org.freedesktop.DBus.GetId")
 	if out := mustRun(t, s, "", "pgrep -u user -fa dbus-daemon"); strings.Contains(out, "--systemd-activation") {
 		t.Errorf("the user manager started its own session bus: %s", out)
 	}
-	mustRun(t, s, "", "gdbus call --session --dest org.freedesktop.DBus --object-path /org/freedesktop/DBus --method org.freedesktop.DBus.GetId")
 
 	// A unit of the user's runs in its own cgroup, under the session's.
 	mustRun(t, s, "", `mkdir -p ~/.config/systemd/user && printf '[Service]\nExecStart=/bin/sleep infinity\n' > ~/.config/systemd/user/drums-test.service &&
@@ -61,23 +74,28 @@ func TestUserManager(t *testing.T) {
 			}
 		}
 	}
+	gone := watchRemoval(t, hostUnit)
 	mustRun(t, s, "", "systemctl --user stop drums-test.service")
-	if _, err := os.Stat(hostUnit); !os.IsNotExist(err) {
-		t.Errorf("the stopped unit's cgroup %s: %v", hostUnit, err)
-	}
+	gone()
 
 	// The desktop sees its own subtree, rooted at its root, and nothing of
 	// the host's: not the prefix's directory, not another session's.
-	if out := mustRun(t, s, "", "cat /proc/self/cgroup | grep ^0::; ls /sys/fs/cgroup | grep -v '^cgroup\\.\\|\\.\\(pressure\\|stat\\|local\\)$'; stat -c %U /sys/fs/cgroup"+userService); out != "0::/\nuser.slice\nuser\n" {
+	if out := mustRun(t, s, "", "cat /proc/self/cgroup | grep ^0::; find /sys/fs/cgroup -mindepth 1 -maxdepth 1 -type d -printf '%f\\n'; stat -c %U /sys/fs/cgroup"+userService); out != "0::/\nuser.slice\nuser\n" {
 		t.Errorf("the desktop's cgroups:\n%s", out)
 	}
 	if out := mustRun(t, s, "", "find /sys/fs/cgroup -name '"+w.prefix+"*'"); out != "" {
 		t.Errorf("the desktop sees the host's names: %s", out)
 	}
 	// Neither its root nor its user can write outside what is delegated to
-	// them: the bounds on the desktop's root, another hierarchy (a new
-	// mount), the slices above the user's manager.
+	// them: the desktop's cgroup root (where init is: its root could
+	// otherwise freeze init in a cgroup of its own), the bounds on it,
+	// another hierarchy (a new mount), the slices above the user's
+	// manager.
 	for _, c := range []struct{ user, script string }{
+		{"root", "echo $$ > /sys/fs/cgroup/cgroup.procs"},
+		{"root", "mkdir /sys/fs/cgroup/x"},
+		{"root", "echo 1 > /sys/fs/cgroup/user.slice/cgroup.procs"},
+		{"root", "echo +pids > /sys/fs/cgroup/cgroup.subtree_control"},
 		{"root", "echo 100000 > /sys/fs/cgroup/cgroup.max.descendants"},
 		{"root", "echo 1000 > /sys/fs/cgroup/cgroup.max.depth"},
 		{"root", "mkdir -p /tmp/cg && mount -t cgroup2 none /tmp/cg"},
@@ -96,8 +114,11 @@ func TestUserManager(t *testing.T) {
 		}
 	}
 
-	// A reset starts the manager afresh: what the last one made is gone.
+	// A reset starts the manager afresh: what the last one made is gone,
+	// and what the last desktop's root did to its delegated cgroups (a
+	// mode, an extended attribute) too.
 	mustRun(t, s, "", "mkdir /sys/fs/cgroup"+userService+"/app.slice/leftover.slice")
+	mustRun(t, s, "root", `chmod 0777 /sys/fs/cgroup/user.slice && python3 -c 'import os; os.setxattr("/sys/fs/cgroup/user.slice", "user.drums", b"1")'`)
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	r, err := w.eng.Reset(ctx, s.ID)
@@ -107,6 +128,13 @@ func TestUserManager(t *testing.T) {
 	userManagerUp(t, r)
 	if _, err := os.Stat(filepath.Join(cg.unified(), userService, "app.slice", "leftover.slice")); !os.IsNotExist(err) {
 		t.Errorf("a cgroup of before the reset: %v", err)
+	}
+	slice := filepath.Join(cg.unified(), "user.slice")
+	if st, err := os.Stat(slice); err != nil || st.Mode().Perm() != 0o755 {
+		t.Errorf("%s after the reset: %v %v, want mode 0755", slice, st, err)
+	}
+	if n, err := unix.Getxattr(slice, "user.drums", nil); !errors.Is(err, unix.ENODATA) {
+		t.Errorf("%s after the reset: the last desktop's user.drums: %d %v", slice, n, err)
 	}
 
 	if err := w.eng.Remove(ctx, s.ID); err != nil {
@@ -131,6 +159,42 @@ func TestUserManager(t *testing.T) {
 	}
 	if left := sessionLeftovers(w, d); len(left) > 0 {
 		t.Errorf("after the sweep (%+v): %v", rep, left)
+	}
+}
+
+// watchRemoval watches for the removal of dir; the function it returns
+// waits for it (an inotify watch on its parent, which the kernel notifies
+// whichever mount of the cgroup2 hierarchy the rmdir came through).
+func watchRemoval(t *testing.T, dir string) func() {
+	t.Helper()
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(fd), "inotify")
+	t.Cleanup(func() { f.Close() })
+	if _, err := unix.InotifyAddWatch(fd, filepath.Dir(dir), unix.IN_DELETE|unix.IN_ONLYDIR); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		buf := make([]byte, 4096)
+		for {
+			if _, err := os.Stat(dir); os.IsNotExist(err) {
+				return
+			}
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			n, err := unix.Poll(fds, int(opTimeout.Milliseconds()))
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil || n == 0 {
+				t.Fatalf("%s was not removed: %v", dir, err)
+			}
+			if _, err := f.Read(buf); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 

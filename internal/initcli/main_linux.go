@@ -19,11 +19,9 @@ func Main(args []string) int {
 			return sessions.RunInit(args[1:])
 		case sessions.A11yCommand:
 			return sessions.RunA11yReady(args[1:])
-		case sessions.CgroupExecCommand:
-			return sessions.RunCgroupExec(args[1:])
 		}
 	}
-	fmt.Fprintf(os.Stderr, "drums-init: the session engine runs this for each desktop (subcommands %s, %s, %s); make one with drums session create\n",
-		sessions.InitCommand, sessions.A11yCommand, sessions.CgroupExecCommand)
+	fmt.Fprintf(os.Stderr, "drums-init: the session engine runs this for each desktop (subcommands %s, %s); make one with drums session create\n",
+		sessions.InitCommand, sessions.A11yCommand)
 	return 2
 }
