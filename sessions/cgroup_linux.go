@@ -222,16 +222,17 @@ func cgroupProcs(dir string) ([]int, error) {
 	return out, nil
 }
 
-// cgroupPollInterval is how often removal checks that a cgroup emptied:
-// v1 offers nothing to wait on. It must stay well below a removal's cost
-// (tens of milliseconds).
+// cgroupPollInterval is how often removal checks that a v1 cgroup
+// emptied: v1 offers nothing to wait on. It must stay well below a
+// removal's cost (tens of milliseconds).
 const cgroupPollInterval = 2 * time.Millisecond
 
 // removeCgroupDir kills what is left in dir and the cgroups under it (a
 // desktop's user manager makes its own: init.scope, app.slice, one per
 // unit) and removes them, deepest first; an absent directory is success.
-// A killed process leaves its cgroup only once reaped, which for an
-// adopted init is the host's PID 1's business.
+// In the cgroup2 hierarchy (v2, or a v1 host's unified one) it kills the
+// subtree with cgroup.kill, which nothing forking escapes, and waits on
+// its cgroup.events; in a v1 hierarchy it kills by pid and polls.
 func removeCgroupDir(ctx context.Context, dir string) error {
 	for {
 		err := rmdirTree(dir)
@@ -240,6 +241,13 @@ func removeCgroupDir(ctx context.Context, dir string) error {
 		}
 		if !errors.Is(err, unix.EBUSY) {
 			return fmt.Errorf("remove cgroup %s: %w", dir, err)
+		}
+		waited, err := killCgroup(ctx, dir)
+		if err != nil {
+			return fmt.Errorf("remove cgroup %s: %w", dir, err)
+		}
+		if waited {
+			continue
 		}
 		procs := treeProcs(dir)
 		for _, pid := range procs {
@@ -251,6 +259,60 @@ func removeCgroupDir(ctx context.Context, dir string) error {
 		case <-time.After(cgroupPollInterval):
 		}
 	}
+}
+
+// killCgroup kills every process in a cgroup2 directory's subtree
+// (cgroup.kill) and waits until cgroup.events says it is no longer
+// populated. It returns false, and nil, where there is nothing to wait
+// for: a v1 hierarchy's directory (no cgroup.kill), or one already empty
+// (what keeps it then is no process, and a wait would not end).
+func killCgroup(ctx context.Context, dir string) (bool, error) {
+	events := filepath.Join(dir, "cgroup.events")
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return false, fmt.Errorf("inotify: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "inotify "+events)
+	defer f.Close()
+	if _, err := unix.InotifyAddWatch(fd, events, unix.IN_MODIFY); err != nil {
+		return false, nil // a v1 hierarchy: no cgroup.events
+	}
+	if populated, err := cgroupPopulated(events); err != nil || !populated {
+		return false, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
+		return false, fmt.Errorf("kill: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { f.Close() })
+	defer stop()
+	buf := make([]byte, 4096)
+	for {
+		populated, err := cgroupPopulated(events)
+		if err != nil || !populated {
+			return true, err
+		}
+		if _, err := f.Read(buf); err != nil {
+			if ctx.Err() != nil {
+				return true, fmt.Errorf("wait for %s: %w", events, ctx.Err())
+			}
+			return true, fmt.Errorf("wait for %s: %w", events, err)
+		}
+	}
+}
+
+// cgroupPopulated reads a cgroup2 directory's cgroup.events: whether a
+// process is in it or under it.
+func cgroupPopulated(events string) (bool, error) {
+	b, err := os.ReadFile(events)
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "populated "); ok {
+			return v != "0", nil
+		}
+	}
+	return false, fmt.Errorf("%s: no populated line", events)
 }
 
 // rmdirTree removes dir and every cgroup under it, deepest first, and
