@@ -49,11 +49,14 @@ func setupCgroup(layout cgroupLayout, p CgroupPlan) error {
 		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("create cgroup %s: %w", dir, err)
 		}
-		return writeFiles(dir, map[string]string{
+		if err := writeFiles(dir, map[string]string{
 			"memory.max": strconv.FormatInt(p.MemoryBytes, 10),
 			"pids.max":   strconv.Itoa(p.Pids),
 			"cpu.max":    fmt.Sprintf("%d %d", p.CPUQuotaUS, p.CPUPeriodUS),
-		})
+		}); err != nil {
+			return err
+		}
+		return delegate(p)
 	}
 	for h, dir := range p.Dirs {
 		ctrls := strings.Split(h, ",")
@@ -75,7 +78,7 @@ func setupCgroup(layout cgroupLayout, p CgroupPlan) error {
 			}
 		}
 	}
-	return nil
+	return delegate(p)
 }
 
 // writeLimits writes a v1 controller's settings of the session.
@@ -219,24 +222,34 @@ func cgroupProcs(dir string) ([]int, error) {
 	return out, nil
 }
 
-// cgroupPollInterval is how often removal checks that a cgroup emptied:
-// v1 offers nothing to wait on. It must stay well below a removal's cost
-// (tens of milliseconds).
+// cgroupPollInterval is how often removal checks that a v1 cgroup
+// emptied: v1 offers nothing to wait on. It must stay well below a
+// removal's cost (tens of milliseconds).
 const cgroupPollInterval = 2 * time.Millisecond
 
-// removeCgroupDir kills what is left in dir and removes it; an absent
-// directory is success. A killed process leaves its cgroup only once
-// reaped, which for an adopted init is the host's PID 1's business.
+// removeCgroupDir kills what is left in dir and the cgroups under it (a
+// desktop's user manager makes its own: init.scope, app.slice, one per
+// unit) and removes them, deepest first; an absent directory is success.
+// In the cgroup2 hierarchy (v2, or a v1 host's unified one) it kills the
+// subtree with cgroup.kill, which nothing forking escapes, and waits on
+// its cgroup.events; in a v1 hierarchy it kills by pid and polls.
 func removeCgroupDir(ctx context.Context, dir string) error {
 	for {
-		err := unix.Rmdir(dir)
-		if err == nil || errors.Is(err, unix.ENOENT) {
+		err := rmdirTree(dir)
+		if err == nil {
 			return nil
 		}
 		if !errors.Is(err, unix.EBUSY) {
 			return fmt.Errorf("remove cgroup %s: %w", dir, err)
 		}
-		procs, _ := cgroupProcs(dir)
+		waited, err := killCgroup(ctx, dir)
+		if err != nil {
+			return fmt.Errorf("remove cgroup %s: %w", dir, err)
+		}
+		if waited {
+			continue
+		}
+		procs := treeProcs(dir)
 		for _, pid := range procs {
 			unix.Kill(pid, unix.SIGKILL)
 		}
@@ -246,6 +259,163 @@ func removeCgroupDir(ctx context.Context, dir string) error {
 		case <-time.After(cgroupPollInterval):
 		}
 	}
+}
+
+// killCgroup kills every process in a cgroup2 directory's subtree
+// (cgroup.kill) and waits until cgroup.events says it is no longer
+// populated. It returns false, and nil, where there is nothing to wait
+// for: a v1 hierarchy's directory (no cgroup.kill), or one already empty
+// (what keeps it then is no process, and a wait would not end).
+func killCgroup(ctx context.Context, dir string) (bool, error) {
+	events := filepath.Join(dir, "cgroup.events")
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return false, fmt.Errorf("inotify: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "inotify "+events)
+	defer f.Close()
+	if _, err := unix.InotifyAddWatch(fd, events, unix.IN_MODIFY); err != nil {
+		return false, nil // a v1 hierarchy: no cgroup.events
+	}
+	if populated, err := cgroupPopulated(events); err != nil || !populated {
+		return false, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
+		return false, fmt.Errorf("kill: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { f.Close() })
+	defer stop()
+	buf := make([]byte, 4096)
+	for {
+		populated, err := cgroupPopulated(events)
+		if err != nil || !populated {
+			return true, err
+		}
+		if _, err := f.Read(buf); err != nil {
+			if ctx.Err() != nil {
+				return true, fmt.Errorf("wait for %s: %w", events, ctx.Err())
+			}
+			return true, fmt.Errorf("wait for %s: %w", events, err)
+		}
+	}
+}
+
+// cgroupPopulated reads a cgroup2 directory's cgroup.events: whether a
+// process is in it or under it.
+func cgroupPopulated(events string) (bool, error) {
+	b, err := os.ReadFile(events)
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "populated "); ok {
+			return v != "0", nil
+		}
+	}
+	return false, fmt.Errorf("%s: no populated line", events)
+}
+
+// rmdirTree removes dir and every cgroup under it, deepest first, and
+// stops at the first that will not go (EBUSY while a process is in it).
+// An absent directory is success.
+func rmdirTree(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := rmdirTree(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	if err := unix.Rmdir(dir); err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	return nil
+}
+
+// treeProcs lists the processes in dir and the cgroups under it.
+func treeProcs(dir string) []int {
+	procs, _ := cgroupProcs(dir)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			procs = append(procs, treeProcs(filepath.Join(dir, e.Name()))...)
+		}
+	}
+	return procs
+}
+
+// clearDelegated removes the cgroups under a session's cgroup2
+// directory (the delegated ones and what the last desktop's user manager
+// made in them) before a desktop starts in it again: delegate makes them
+// afresh, so nothing the last desktop's root did to them (modes, user.*
+// extended attributes, enabled controllers) carries over.
+func clearDelegated(ctx context.Context, p CgroupPlan) error {
+	if len(p.Delegated) == 0 {
+		return nil
+	}
+	dir := p.unified()
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read cgroup %s: %w", dir, err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.IsDir() {
+			errs = append(errs, removeCgroupDir(ctx, filepath.Join(dir, e.Name())))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Bounds on the cgroups a desktop may make under its delegated ones (each
+// costs kernel memory, and removal walks them): the user manager makes
+// about 15, a slice per kind and one per unit, and the VM's deepest, an
+// application's scope, lies 5 below the desktop's root. They are written
+// in the session's directory, the host root's: the desktop cannot raise
+// them.
+const (
+	cgroupMaxDescendants = 512
+	cgroupMaxDepth       = 16
+)
+
+// delegate creates the session's delegated cgroups (CgroupPlan.Delegated)
+// and gives each, with the files that move processes and enable
+// controllers, to its owner, as systemd's CGROUP_DELEGATION.md has a
+// delegating manager do; limits, the session's directory and every
+// other file stay the host's.
+func delegate(p CgroupPlan) error {
+	if len(p.Delegated) == 0 {
+		return nil
+	}
+	dir := p.unified()
+	if err := writeFiles(dir, map[string]string{
+		"cgroup.max.descendants": strconv.Itoa(cgroupMaxDescendants),
+		"cgroup.max.depth":       strconv.Itoa(cgroupMaxDepth),
+	}); err != nil {
+		return err
+	}
+	for _, d := range p.Delegated {
+		path := filepath.Join(dir, d.Path)
+		if err := os.Mkdir(path, os.FileMode(d.Mode)); err != nil {
+			return fmt.Errorf("create cgroup %s: %w", path, err)
+		}
+		for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"} {
+			if err := os.Lchown(filepath.Join(path, f), d.UID, d.GID); err != nil {
+				return fmt.Errorf("delegate cgroup %s: %w", path, err)
+			}
+		}
+	}
+	return nil
 }
 
 // removeCgroup removes the session's directory in every hierarchy.

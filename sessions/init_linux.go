@@ -197,7 +197,7 @@ func (in *initProc) run(args []string, syncF *os.File) error {
 	}()
 	// On cgroup v1 init is in the session's cgroups only now: the forking
 	// thread's cgroup namespace is rooted there.
-	if in.forker, err = startForker(in.reaper); err != nil {
+	if in.forker, err = startForker(in.reaper, len(p.Cgroup.Delegated) > 0); err != nil {
 		return err
 	}
 	stackErr := make(chan error, 1)

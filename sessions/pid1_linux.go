@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -70,7 +71,11 @@ type forkReq struct {
 	argv0 string
 	argv  []string
 	attr  *syscall.ProcAttr
-	reply chan forkResult
+	// cgroup, where set, is the cgroup (under /sys/fs/cgroup, the
+	// thread's view) the child is moved into once forked; it waits for
+	// that (spawn).
+	cgroup string
+	reply  chan forkResult
 }
 
 type forkResult struct {
@@ -81,8 +86,13 @@ type forkResult struct {
 
 // startForker prepares the forking thread: a cgroup namespace of its own
 // (rooted where init is by then: the session's cgroups) and the seccomp
-// filter.
-func startForker(r *reaper) (*forker, error) {
+// filter. With mountCgroup it also mounts the cgroup2 hierarchy at
+// /sys/fs/cgroup in the desktop (CgroupPlan.Delegated): a cgroup2 mount
+// is rooted at the mounting thread's cgroup namespace's root, so only
+// this thread, once it has unshared, mounts the session's own subtree
+// (init's other threads are, on a v1 host, in the namespace init was
+// born with, rooted at the engine's cgroup).
+func startForker(r *reaper, mountCgroup bool) (*forker, error) {
 	f := &forker{reqs: make(chan forkReq), r: r}
 	ready := make(chan error, 1)
 	go func() {
@@ -90,6 +100,12 @@ func startForker(r *reaper) (*forker, error) {
 		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
 			ready <- fmt.Errorf("unshare cgroup namespace: %w", err)
 			return
+		}
+		if mountCgroup {
+			if err := unix.Mount("cgroup2", cgroupRoot, "cgroup2", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+				ready <- fmt.Errorf("mount cgroup2 on %s: %w", cgroupRoot, err)
+				return
+			}
 		}
 		if err := installSeccomp(); err != nil {
 			ready <- err
@@ -118,14 +134,24 @@ func (f *forker) fork(req forkReq) forkResult {
 	}
 	ch := make(chan unix.WaitStatus, 1)
 	f.r.waiters[pid] = ch
+	if req.cgroup != "" {
+		// On this thread: with nsdelegate (v2 hosts with systemd) the
+		// kernel moves a process only within the writer's cgroup
+		// namespace, this thread's, rooted at the session's cgroup.
+		procs := filepath.Join(cgroupRoot, filepath.Clean("/"+req.cgroup), "cgroup.procs")
+		if err := os.WriteFile(procs, []byte(strconv.Itoa(pid)), 0); err != nil {
+			unix.Kill(pid, unix.SIGKILL)
+			return forkResult{err: fmt.Errorf("start %s: move it into %s: %w", req.name, procs, err)}
+		}
+	}
 	return forkResult{pid: pid, done: ch}
 }
 
 // start execs argv0 as argv with attr from the forking thread; name is
 // the program it is for.
-func (f *forker) start(name, argv0 string, argv []string, attr *syscall.ProcAttr) (int, <-chan unix.WaitStatus, error) {
+func (f *forker) start(name, argv0 string, argv []string, attr *syscall.ProcAttr, cgroup string) (int, <-chan unix.WaitStatus, error) {
 	reply := make(chan forkResult, 1)
-	f.reqs <- forkReq{name: name, argv0: argv0, argv: argv, attr: attr, reply: reply}
+	f.reqs <- forkReq{name: name, argv0: argv0, argv: argv, attr: attr, cgroup: cgroup, reply: reply}
 	res := <-reply
 	return res.pid, res.done, res.err
 }

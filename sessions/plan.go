@@ -170,6 +170,15 @@ type CgroupPlan struct {
 	Pids        int               `json:"pids"`
 	CPUQuotaUS  int64             `json:"cpu_quota_us"`
 	CPUPeriodUS int64             `json:"cpu_period_us"`
+	// Delegated, when set, hands cgroups under the session's cgroup2
+	// directory (unified) to the desktop, as systemd delegates a cgroup
+	// to a user's manager (its CGROUP_DELEGATION.md): the engine creates
+	// each directory (Path relative to it) and gives it and its
+	// cgroup.procs, cgroup.subtree_control and cgroup.threads to the
+	// host ids UID, GID; the session's directory itself stays the host
+	// root's. Init mounts cgroup2 at /sys/fs/cgroup in the desktop,
+	// rooted there by the desktop's cgroup namespace.
+	Delegated []Dir `json:"delegated,omitempty"`
 }
 
 // Proc is one process of the desktop stack, run as the session's user.
@@ -190,6 +199,9 @@ type Proc struct {
 	//                  --startup command prints, which it runs once it has
 	//                  grabbed its keys (its _NET_SUPPORTING_WM_CHECK comes
 	//                  before that: a Ctrl+Alt+T pressed then is lost)
+	//   notify         the process sends a datagram with a line containing
+	//                  ReadyLine to $NOTIFY_SOCKET, an abstract socket init
+	//                  listens on, as sd_notify(3) does (systemd --user)
 	Ready     string `json:"ready"`
 	ReadyLine string `json:"ready_line,omitempty"`
 	// Socket, where set, is a Unix socket the process listens on before
@@ -202,6 +214,10 @@ type Proc struct {
 	Essential bool `json:"essential"`
 	// Root runs the process as the desktop's root instead of its user.
 	Root bool `json:"root,omitempty"`
+	// Cgroup, where set, is the cgroup (a path under the desktop's
+	// /sys/fs/cgroup, one of CgroupPlan.Delegated) the process starts in:
+	// init, as host root, moves it there before it runs its program.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // planInput is everything NewPlan reads; the engine gathers the host facts.
@@ -336,8 +352,65 @@ func newPlan(in planInput) (*Plan, error) {
 	if im.systemBus {
 		addSystemBus(p)
 	}
+	// The GNOME profile runs the user's systemd manager, as the VM's
+	// user@1000.service; the light one does not (it costs memory in every
+	// desktop, and nothing of openbox's desktop uses it). It needs a
+	// cgroup2 hierarchy to delegate: a host with only v1 ones gets none.
+	if im.shell == images.ShellGNOME && p.Cgroup.unified() != "" {
+		addUserManager(p)
+	}
 	return p, nil
 }
+
+// userManager is the image's systemd, run with --user.
+const userManager = "/lib/systemd/systemd"
+
+// addUserManager gives the desktop the user's systemd manager, as the VM
+// runs it: in the cgroup the VM's systemd gives it,
+// /user.slice/user-UID.slice/user@UID.service, delegated to the user
+// (it makes init.scope, app.slice, a cgroup per unit under it), with
+// the desktop's root owning the slices above, as the VM's root does; the
+// desktop's cgroup root stays the host root's (its processes, init's
+// among them, are the host's to move), and init moves the manager into
+// its cgroup. It starts once the session bus is up (its
+// units use it) and is ready when it says its startup finished (sd_notify,
+// as user@.service is Type=notify). systemd 252 sends READY=1 twice: with
+// "STATUS=Reached basic.target." before default.target's units have
+// started, while `systemctl --user is-system-running` says "starting",
+// and with "STATUS=Ready." once its startup is done and it says
+// "running". Its exit does not end the desktop.
+//
+// It must not take drums' session bus: the image's dbus.socket (Debian's
+// dbus-user-session) listens on $XDG_RUNTIME_DIR/bus, where systemd
+// unlinks drums' bus socket to bind its own, and a second bus daemon
+// then owns the address every process of the desktop uses. A runtime mask
+// (/run/systemd/user, below /etc/systemd/user) keeps it and its service
+// down; the manager then never joins the session bus either (it does once
+// dbus.socket runs), and `systemctl --user` reaches it on its private
+// socket. tracker-extract-3 (default.target.wants) is masked too: it
+// starts the Tracker indexer, 40 MiB and a crawl of the home directory
+// in every desktop, which the VM starts from gnome-session's target, not
+// reached here. pipewire and pulseaudio, the VM's sound servers, run.
+func addUserManager(p *Plan) {
+	u, ids := p.User, p.IDs
+	uid := strconv.Itoa(u.UID)
+	slice := "user.slice/user-" + uid + ".slice"
+	service := slice + "/user@" + uid + ".service"
+	p.Cgroup.Delegated = []Dir{
+		rootDir(ids, "user.slice", 0o755), rootDir(ids, slice, 0o755),
+		{Path: service, Mode: 0o755, UID: ids.ToHost(u.UID), GID: ids.ToHost(u.GID)},
+	}
+	p.Root.Dirs = append(p.Root.Dirs, rootDir(ids, "/run/systemd/user", 0o755))
+	for _, unit := range userUnitsMasked {
+		p.Root.Links = append(p.Root.Links, Link{Path: "/run/systemd/user/" + unit, Target: "/dev/null"})
+	}
+	p.Stack = append(p.Stack, Proc{Name: "systemd-user", Argv: []string{userManager, "--user"},
+		Needs: []string{"dbus"}, Ready: "notify", ReadyLine: "STATUS=Ready.", Cgroup: "/" + service})
+}
+
+// userUnitsMasked are the image's user units the user manager must not
+// start (addUserManager says why).
+var userUnitsMasked = []string{"dbus.socket", "dbus.service", "tracker-extract-3.service"}
 
 // addSystemBus gives the desktop its system bus, run by its root: the
 // bus's socket directory, /run/systemd/system (sd_booted(), which
@@ -494,7 +567,8 @@ const wmReadyLine = "drums: window manager ready"
 // GNOME Shell for the GNOME profile: in X11 mode (mutter as Xvfb's
 // compositing window manager, no logind or display server of its own),
 // without a session manager (gnome-session would want systemd's user
-// instance), in Ubuntu's session mode; it also needs the session bus,
+// instance on the session bus, and logind; the user manager runs, off
+// the bus: addUserManager), in Ubuntu's session mode; it also needs the session bus,
 // where it owns org.gnome.Shell. It is ready when drums' extension logs
 // images.GNOMEReadyLine: the startup animation over and the dock in
 // place. Owning org.gnome.Shell (about 1 s sooner) or "GNOME Shell

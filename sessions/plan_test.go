@@ -242,7 +242,7 @@ func TestPlanGNOME(t *testing.T) {
 	for _, s := range p.Stack {
 		names = append(names, s.Name)
 	}
-	if want := []string{"xvfb", "dbus", "gnome-shell", "at-spi", "guestd"}; !slices.Equal(names, want) {
+	if want := []string{"xvfb", "dbus", "gnome-shell", "at-spi", "guestd", "systemd-user"}; !slices.Equal(names, want) {
 		t.Errorf("stack %v, want %v", names, want)
 	}
 	wm := p.Stack[2]
@@ -489,5 +489,80 @@ func golden(t *testing.T, name, got string) {
 	}
 	if got != string(want) {
 		t.Errorf("%s differs (run with -update after review):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// The GNOME profile's user manager: in the VM's cgroup, delegated, with
+// the cgroup2 hierarchy's session directory as the desktop's root, on a
+// v1 hybrid host (the "unified" mount) and a v2 one; a host without
+// cgroup2 gets none, and neither does the light profile.
+func TestPlanUserManager(t *testing.T) {
+	in := testInput(t, Request{}, 1)
+	light, err := newPlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(light.Cgroup.Delegated) != 0 || slices.ContainsFunc(light.Stack, func(p Proc) bool { return p.Name == "systemd-user" }) {
+		t.Errorf("the light profile runs a user manager: %+v %v", light.Cgroup.Delegated, light.Stack)
+	}
+	in.image.shell = images.ShellGNOME
+	hybrid := in.cgroups
+	v2, err := layoutV2("t", "/sys/fs/cgroup", map[string]string{"": "/system.slice/drums.service"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onlyV1 := cgroupLayout{Version: 1, Bases: map[string]string{}}
+	for h, b := range hybrid.Bases {
+		if h != "unified" {
+			onlyV1.Bases[h] = b
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		layout  cgroupLayout
+		unified string
+	}{
+		{"v1 hybrid", hybrid, "/sys/fs/cgroup/unified/t/t-1-abcdef"},
+		{"v2", v2, "/sys/fs/cgroup/system.slice/drums.service/t/t-1-abcdef"},
+		{"v1 only", onlyV1, ""},
+	} {
+		in.cgroups = c.layout
+		p, err := newPlan(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Cgroup.unified(); got != c.unified {
+			t.Errorf("%s: cgroup2 directory %q, want %q", c.name, got, c.unified)
+		}
+		i := slices.IndexFunc(p.Stack, func(p Proc) bool { return p.Name == "systemd-user" })
+		if c.unified == "" {
+			if i >= 0 || len(p.Cgroup.Delegated) != 0 {
+				t.Errorf("%s: a user manager without a cgroup2 hierarchy: %+v", c.name, p.Cgroup.Delegated)
+			}
+			continue
+		}
+		if i < 0 {
+			t.Fatalf("%s: no user manager in %v", c.name, p.Stack)
+		}
+		um := p.Stack[i]
+		const service = "/user.slice/user-1000.slice/user@1000.service"
+		if um.Argv[0] != userManager || um.Argv[1] != "--user" || um.Ready != "notify" || um.ReadyLine != "STATUS=Ready." ||
+			um.Cgroup != service || um.Essential || um.Root || !slices.Equal(um.Needs, []string{"dbus"}) {
+			t.Errorf("%s: user manager %+v", c.name, um)
+		}
+		root, user := p.IDs.ToHost(0), p.IDs.ToHost(1000)
+		want := []Dir{
+			{Path: "user.slice", Mode: 0o755, UID: root, GID: root},
+			{Path: "user.slice/user-1000.slice", Mode: 0o755, UID: root, GID: root},
+			{Path: strings.TrimPrefix(service, "/"), Mode: 0o755, UID: user, GID: user},
+		}
+		if !reflect.DeepEqual(p.Cgroup.Delegated, want) {
+			t.Errorf("%s: delegated %+v, want %+v", c.name, p.Cgroup.Delegated, want)
+		}
+		for _, unit := range []string{"dbus.socket", "dbus.service"} {
+			if !slices.Contains(p.Root.Links, Link{Path: "/run/systemd/user/" + unit, Target: "/dev/null"}) {
+				t.Errorf("%s: %s is not masked: it would take the session bus's socket: %v", c.name, unit, p.Root.Links)
+			}
+		}
 	}
 }

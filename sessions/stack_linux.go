@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -44,6 +45,10 @@ type procOpts struct {
 	files   []*os.File // fds 0, 1, 2, 3...; nil entries are /dev/null
 	setctty bool
 	self    bool // argv are arguments of init's own binary (drums-init)
+	// cgroup, where set, is the cgroup (a path under the desktop's
+	// /sys/fs/cgroup) init moves the process into before it runs its
+	// program (inCgroup).
+	cgroup string
 }
 
 // spawn starts a process of the desktop, in the desktop's user namespace
@@ -90,9 +95,32 @@ func (in *initProc) spawn(o procOpts) (int, <-chan unix.WaitStatus, error) {
 		}
 		path = p
 	}
+	if o.cgroup != "" {
+		// The process waits, before it runs path, until init has moved it
+		// into its cgroup (forker.fork): the image's /bin/sh, as the
+		// process's user, reads a pipe until init closes its end, then
+		// execs path in the same process. Init moves it as host root from
+		// the desktop's cgroup root, which stays the host's: the desktop
+		// can move no process out of the root itself. (clone3's
+		// CLONE_INTO_CGROUP would do it in one step, but the desktop's
+		// seccomp filter, on init's forking thread, refuses clone3.)
+		fd := len(files)
+		if fd > 9 { // sh's redirections take one digit
+			return 0, nil, fmt.Errorf("%s: %d descriptors, at most 9 for a process started in a cgroup", o.argv[0], fd)
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			return 0, nil, fmt.Errorf("%s: pipe: %w", o.argv[0], err)
+		}
+		defer r.Close()
+		defer w.Close() // the process's go: the fork has moved it (or killed it) by then
+		files = append(files, r.Fd())
+		n := strconv.Itoa(fd)
+		path, argv = "/bin/sh", append([]string{"sh", "-c", "read _ <&" + n + "; exec " + n + `<&-; exec "$0" "$@"`, path}, argv[1:]...)
+	}
 	attr := &syscall.ProcAttr{Dir: dir, Env: env, Files: files,
 		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: o.setctty, Credential: enterCredential(in.plan.IDs, gid, groups)}}
-	pid, done, err := in.forker.start(o.argv[0], procFD(in.busybox), enterArgv(uid, path, argv[1:]), attr)
+	pid, done, err := in.forker.start(o.argv[0], procFD(in.busybox), enterArgv(uid, path, argv[1:]), attr, o.cgroup)
 	runtime.KeepAlive(o.files)
 	return pid, done, err
 }
@@ -128,7 +156,7 @@ func (in *initProc) startProc(proc Proc, extra ...*os.File) (*stackProc, error) 
 	if len(proc.Env) > 0 {
 		env = append(slices.Clip(in.plan.Env), proc.Env...)
 	}
-	pid, done, err := in.spawn(procOpts{argv: proc.Argv, root: proc.Root, env: env, files: files})
+	pid, done, err := in.spawn(procOpts{argv: proc.Argv, root: proc.Root, env: env, files: files, cgroup: proc.Cgroup})
 	w.Close()
 	if err != nil {
 		r.Close()
@@ -238,16 +266,69 @@ func (in *initProc) startReady(ctx context.Context, proc Proc, listening func())
 		if err != nil {
 			return err
 		}
-		select {
-		case <-p.log.seen:
-			return nil
-		case <-p.exited:
-			return p.err(describeString(p.status) + " before it said it was ready")
-		case <-ctx.Done():
-			return ctx.Err()
+		return p.waitSeen(ctx, p.log.seen)
+	case "notify":
+		conn, addr, err := listenNotify(proc.Name)
+		if err != nil {
+			return err
 		}
+		defer conn.Close()
+		proc.Env = append(slices.Clip(proc.Env), "NOTIFY_SOCKET="+addr)
+		p, err := in.startProc(proc)
+		if err != nil {
+			return err
+		}
+		msgs := newProcLog(proc.Name+"-notify", proc.ReadyLine, in.log)
+		go msgs.copy(datagramLines(conn))
+		return p.waitSeen(ctx, msgs.seen)
 	}
 	return fmt.Errorf("%s: unknown readiness %q: %w", proc.Name, proc.Ready, ErrInit)
+}
+
+// waitSeen waits until seen is closed (the process said it is ready).
+func (p *stackProc) waitSeen(ctx context.Context, seen <-chan struct{}) error {
+	select {
+	case <-seen:
+		return nil
+	case <-p.exited:
+		return p.err(describeString(p.status) + " before it said it was ready")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// listenNotify makes the socket a process's sd_notify(3) messages come to:
+// a datagram socket in the desktop's abstract namespace (its network
+// namespace's), which a process of any uid can send to, so the user's
+// systemd reaches host root's init. Only the desktop's own processes can,
+// and none of an agent runs before the desktop is ready.
+func listenNotify(name string) (*net.UnixConn, string, error) {
+	addr := "@drums-notify-" + name
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: addr, Net: "unixgram"})
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: listen for its notifications on %s: %w: %w", name, addr, err, ErrStack)
+	}
+	return conn, addr, nil
+}
+
+// datagramLines reads conn's datagrams as lines (each ends with one), until
+// conn is closed.
+func datagramLines(conn *net.UnixConn) io.ReadCloser {
+	r, w := io.Pipe()
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				w.CloseWithError(err)
+				return
+			}
+			if _, err := w.Write(append(buf[:n:n], '\n')); err != nil {
+				return
+			}
+		}
+	}()
+	return r
 }
 
 // waitA11y waits until the launcher owns org.a11y.Bus on the session bus

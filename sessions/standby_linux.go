@@ -400,15 +400,15 @@ func halfLeft(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // sweepStandby removes the cgroup directories of a live session's other
-// incarnation when no standby runs in them (its engine went away): an
-// rmdir only, which fails while anything is in them.
+// incarnation when no standby runs in them (its engine went away): rmdirs
+// only, deepest first, which fail while anything is in them.
 func (e *Engine) sweepStandby(rec *record) []string {
 	if rec.Plan == nil || (rec.Standby != nil && rec.Standby.alive()) {
 		return nil
 	}
 	var out []string
 	for _, dir := range otherIncarnation(rec.Plan).Cgroup.Dirs {
-		if unix.Rmdir(dir) == nil {
+		if _, err := os.Stat(dir); err == nil && rmdirTree(dir) == nil {
 			out = append(out, dir)
 		}
 	}
