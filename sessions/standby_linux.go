@@ -282,9 +282,13 @@ func (e *Engine) startAhead(ctx context.Context, what string, rec *record, p *Pl
 // killed by whoever took it: it fails here, which frees its slot too.
 func (e *Engine) watchStandby(id string, sb *standby, began time.Time, attempt int) {
 	e.waitUp(id, sb, began)
+	what := "up"
+	if sb.err != nil {
+		what = "failed"
+	}
 	e.mu.Lock()
 	e.standbysStarting--
-	e.standbyChangedLocked(id, map[bool]string{false: "up", true: "failed"}[sb.err != nil])
+	e.standbyChangedLocked(id, what)
 	e.mu.Unlock()
 	<-e.standbySlots
 	<-sb.done
