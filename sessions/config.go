@@ -104,7 +104,9 @@ type Config struct {
 	// session's next reset takes over instead of starting one (the
 	// stack's start is most of a reset). For a process that keeps its
 	// engine (the daemon). Off by default: every session then holds about
-	// twice its idle memory.
+	// twice its idle memory. Standbys start two at a time, the others
+	// queued; a failed one is started again twice, after a backoff, then
+	// left until the session's next reset (standby_linux.go).
 	Standby bool
 	// Spares is how many spare desktops of the default request
 	// (Request{}) the engine keeps started ahead, with no network, for

@@ -40,11 +40,20 @@ type Engine struct {
 	// started or not, and closed stops new ones (Close). dying has, by
 	// session id, the desktop a warm reset left dying, closed once it is
 	// gone: the next standby, which takes its names, waits for it.
-	standbys  map[string]*standby
-	starting  map[string]chan struct{}
-	dying     map[string]<-chan struct{}
-	launching sync.WaitGroup
-	closed    bool
+	// standbySlots holds a value for each standby that starts or is
+	// about to (standbyStarts at most), standbysStarting counts those
+	// spawned and not yet up or failed, and onStandby, if set (tests), is
+	// told of each change of a standby's (standbyChangedLocked). closing
+	// is closed by Close, for what waits to start.
+	standbys         map[string]*standby
+	starting         map[string]chan struct{}
+	dying            map[string]<-chan struct{}
+	launching        sync.WaitGroup
+	closed           bool
+	closing          chan struct{}
+	standbySlots     chan struct{}
+	standbysStarting int
+	onStandby        func(id, what string, starting int)
 	// spares are the spare desktops this process keeps (spare_linux.go),
 	// oldest first, up or starting; endedSpares those taken off them for
 	// the filler to remove; filling says the filler runs (counted in
@@ -77,7 +86,7 @@ func New(cfg Config) (*Engine, error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("sessions need root (namespaces, mounts, veths, nftables, cgroups): %w", ErrUnsupported)
 	}
-	e := &Engine{cfg: cfg, dir: filepath.Join(cfg.StateDir, cfg.Prefix), log: cfg.Logger, children: map[int]chan struct{}{}, held: map[string]heldClaims{}, standbys: map[string]*standby{}, starting: map[string]chan struct{}{}, dying: map[string]<-chan struct{}{}, spareChange: make(chan struct{})}
+	e := &Engine{cfg: cfg, dir: filepath.Join(cfg.StateDir, cfg.Prefix), log: cfg.Logger, children: map[int]chan struct{}{}, held: map[string]heldClaims{}, standbys: map[string]*standby{}, starting: map[string]chan struct{}{}, dying: map[string]<-chan struct{}{}, closing: make(chan struct{}), standbySlots: make(chan struct{}, standbyStarts), spareChange: make(chan struct{})}
 	if e.facts, err = gatherFacts(cfg); err != nil {
 		return nil, err
 	}

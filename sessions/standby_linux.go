@@ -40,18 +40,53 @@ type standby struct {
 	err  error         // why it failed, set before up is closed
 }
 
+// standbyStarts bounds how many standbys start at once (spawned and not
+// yet up or failed); the others wait as senders on a channel, woken in
+// the order they came (what Go's runtime does, not what its spec
+// promises). A start is mostly CPU (X, the session bus, openbox, guestd's
+// first screenshot) at the least CPU weight, so on this project's 2-core
+// hosts two at once keep busy the CPU that creates and resets leave. A
+// fixed number rather than one per core: it keeps a daemon that adopts a
+// hundred desktops, or a burst of creates, from starting dozens of stacks
+// at once on a big host too (each start's memory and I/O count as well as
+// its CPU), and the tests' bound is the same on every host. A spare starts
+// one at a time through its filler.
+const standbyStarts = 2
+
+// standbyRetries is how many more times a session's standby is started
+// after it failed before the engine gives up on it until the session's
+// next reset; standbyBackoff is the wait before the first retry, doubled
+// for each next one. The wait is a backoff measured by a timer, not a
+// wait for something to be ready: what made the standby fail (the host
+// out of memory, a broken image) may have passed by then.
+const (
+	standbyRetries = 2
+	standbyBackoff = time.Second
+)
+
 // keepStandby starts the next standby of session id in the background
 // when the engine keeps standbys, once after is closed (the previous
 // incarnation, whose names the standby takes, is gone; nil: at once) and
 // the desktop an earlier warm reset left dying is gone too: a cold reset
 // right after a warm one takes the warm one's names, and its standby the
-// names of the desktop the warm one killed.
+// names of the desktop the warm one killed. It starts once one of the
+// standbyStarts slots is free; a failed one is retried
+// (standbyFailedLocked).
 func (e *Engine) keepStandby(id string, after <-chan struct{}) {
 	if !e.cfg.Standby {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.queueStandbyLocked(id, after, 0)
+}
+
+// queueStandbyLocked, with e.mu held, queues attempt (0 the first, then
+// the retries) at session id's standby. One queued while another is
+// asked for the same session (a reset that went cold, a warm reset) gives
+// way to the later one: it is dropped once it has a slot, before it
+// starts. Close wakes every one waiting.
+func (e *Engine) queueStandbyLocked(id string, after <-chan struct{}, attempt int) {
 	if e.closed {
 		return
 	}
@@ -82,31 +117,86 @@ func (e *Engine) keepStandby(id string, after <-chan struct{}) {
 			delete(e.dying, id)
 		}
 		e.mu.Unlock()
-		if err := e.startStandby(id); err != nil {
-			e.log.Warn("session standby not started", "id", id, "err", err)
+		if attempt > 0 {
+			backoff := time.NewTimer(standbyBackoff << (attempt - 1))
+			defer backoff.Stop()
+			select {
+			case <-backoff.C:
+			case <-e.closing:
+				return
+			}
+		}
+		select {
+		case e.standbySlots <- struct{}{}:
+		case <-e.closing:
+			return
+		}
+		e.mu.Lock()
+		current := e.starting[id] == started
+		e.mu.Unlock()
+		if !current {
+			<-e.standbySlots
+			return
+		}
+		sb, err := e.startStandby(id, attempt)
+		if sb == nil { // none started: the slot is free again
+			<-e.standbySlots
+		}
+		if err != nil {
+			e.mu.Lock()
+			e.standbyFailedLocked(id, attempt, err)
+			e.mu.Unlock()
 		}
 	}()
 }
 
+// standbyFailedLocked, with e.mu held, retries the standby of session id
+// whose attempt failed with err, or gives up on it until the session's
+// next reset once it failed 1+standbyRetries times in a row. Nothing is
+// retried once the engine closes; a session removed or not ready meanwhile
+// gets no standby from the retry (startStandby).
+func (e *Engine) standbyFailedLocked(id string, attempt int, err error) {
+	if e.closed {
+		return
+	}
+	if attempt < standbyRetries {
+		e.log.Warn("session standby failed: retrying", "id", id, "attempt", attempt+1, "err", err)
+		e.queueStandbyLocked(id, nil, attempt+1)
+		return
+	}
+	e.log.Warn("session standby failed: none until its next reset", "id", id, "attempts", attempt+1, "err", err)
+	e.standbyChangedLocked(id, "given up")
+}
+
+// standbyChangedLocked, with e.mu held, tells the engine's onStandby hook
+// (tests) what happened to session id's standby, with how many standbys
+// start now.
+func (e *Engine) standbyChangedLocked(id, what string) {
+	if e.onStandby != nil {
+		e.onStandby(id, what, e.standbysStarting)
+	}
+}
+
 // startStandby starts a standby for session id, under its lock, if the
-// session is ready and has none.
-func (e *Engine) startStandby(id string) error {
+// session is ready and has none, and returns it (nil if it started none);
+// attempt counts its failed standbys before it.
+func (e *Engine) startStandby(id string, attempt int) (*standby, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.ReadyTimeout)
 	defer cancel()
 	lk, err := lock(ctx, filepath.Join(e.sessionDir(id), "lock"))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil // removed meanwhile
+		return nil, nil // removed meanwhile
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer lk.unlock()
 	rec, err := e.readRecord(id)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e.mu.Lock()
 	_, has := e.standbys[id]
@@ -114,17 +204,17 @@ func (e *Engine) startStandby(id string) error {
 	closed := e.closed
 	e.mu.Unlock()
 	if has || closed || rec.Session.State != StateReady || !rec.initAlive() {
-		return nil
+		return nil, nil
 	}
 	if h.addr == nil || h.ids == nil {
-		return fmt.Errorf("this engine holds no claims of the session to pass on")
+		return nil, fmt.Errorf("this engine holds no claims of the session to pass on")
 	}
 	began := time.Now()
 	p := otherIncarnation(rec.Plan)
 	// What a previous incarnation of these names left (an empty cgroup)
 	// goes first: the limits, counters and upper layer start fresh.
 	if err := removeCgroup(ctx, p.Cgroup); err != nil {
-		return err
+		return nil, err
 	}
 	// It holds the session's claims from its start, as every init does:
 	// they stay held whichever incarnation outlives the other. The log
@@ -137,13 +227,15 @@ func (e *Engine) startStandby(id string) error {
 		}
 	}, h.addr, h.ids)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e.mu.Lock()
 	e.standbys[id] = sb
+	e.standbysStarting++
+	e.standbyChangedLocked(id, "starting")
 	e.mu.Unlock()
-	go e.watchStandby(id, sb, began)
-	return nil
+	go e.watchStandby(id, sb, began, attempt)
+	return sb, nil
 }
 
 // startAhead starts an init of p ahead of its use, as a standby or a
@@ -183,18 +275,32 @@ func (e *Engine) startAhead(ctx context.Context, what string, rec *record, p *Pl
 	return &standby{incarnation: inc, what: what, up: make(chan struct{})}, nil
 }
 
-// watchStandby follows a standby until its stack is up, and forgets it
-// once it has exited.
-func (e *Engine) watchStandby(id string, sb *standby, began time.Time) {
-	defer func() {
-		<-sb.done
-		e.mu.Lock()
-		if e.standbys[id] == sb {
-			delete(e.standbys, id)
-		}
-		e.mu.Unlock()
-	}()
+// watchStandby follows a standby until its stack is up or it failed,
+// when it frees its slot (of standbyStarts), and forgets it once it has
+// exited; one that failed and that no reset, remove or Close took is
+// retried (standbyFailedLocked). A standby taken or dropped meanwhile is
+// killed by whoever took it: it fails here, which frees its slot too.
+func (e *Engine) watchStandby(id string, sb *standby, began time.Time, attempt int) {
 	e.waitUp(id, sb, began)
+	what := "up"
+	if sb.err != nil {
+		what = "failed"
+	}
+	e.mu.Lock()
+	e.standbysStarting--
+	e.standbyChangedLocked(id, what)
+	e.mu.Unlock()
+	<-e.standbySlots
+	<-sb.done
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.standbys[id] != sb {
+		return
+	}
+	delete(e.standbys, id)
+	if sb.err != nil {
+		e.standbyFailedLocked(id, attempt, sb.err)
+	}
 }
 
 // waitUp follows an init started ahead (startAhead) of session id until

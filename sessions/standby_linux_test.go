@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,13 +16,17 @@ import (
 )
 
 // standbyEngine is an engine of the world's prefix that keeps standbys,
-// closed (its standbys killed) at cleanup, after the cleanups of the
-// sessions made through it.
-func standbyEngine(t *testing.T, upperOnDisk bool) *Engine {
+// of the world's config changed by conf (if not nil), closed (its
+// standbys killed) at cleanup, after the cleanups of the sessions made
+// through it.
+func standbyEngine(t *testing.T, conf func(*Config)) *Engine {
 	t.Helper()
 	w := needWorld(t)
 	cfg := w.config()
-	cfg.Standby, cfg.UpperOnDisk = true, upperOnDisk
+	cfg.Standby = true
+	if conf != nil {
+		conf(&cfg)
+	}
 	eng, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +73,7 @@ func TestResetStandby(t *testing.T) {
 
 func testResetStandby(t *testing.T, upperOnDisk bool) {
 	w := needWorld(t)
-	eng := standbyEngine(t, upperOnDisk)
+	eng := standbyEngine(t, func(c *Config) { c.UpperOnDisk = upperOnDisk })
 	s := newSessionOf(t, eng, Request{})
 	for round := range 2 { // the second reset takes the first's names back
 		sb := upStandby(t, eng, s.ID)
@@ -151,7 +156,7 @@ func removeClean(t *testing.T, w *testWorld, s *Session, engines ...*Engine) {
 
 func TestResetStandbyStarting(t *testing.T) {
 	w := needWorld(t)
-	eng := standbyEngine(t, false)
+	eng := standbyEngine(t, nil)
 	s := newSessionOf(t, eng, Request{})
 	// Started, and held still (frozen) until the reset waits for it.
 	eng.launching.Wait()
@@ -205,7 +210,7 @@ func TestResetStandbyStarting(t *testing.T) {
 
 func TestResetStandbyDied(t *testing.T) {
 	w := needWorld(t)
-	eng := standbyEngine(t, false)
+	eng := standbyEngine(t, nil)
 	s := newSessionOf(t, eng, Request{})
 	sb := upStandby(t, eng, s.ID)
 	if err := unix.Kill(sb.pid, unix.SIGKILL); err != nil {
@@ -260,7 +265,7 @@ func TestResetStandbyBroken(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := needWorld(t)
-			eng := standbyEngine(t, false)
+			eng := standbyEngine(t, nil)
 			s := newSessionOf(t, eng, Request{})
 			sb := upStandby(t, eng, s.ID)
 			if err := unix.Kill(procOf(t, sb.plan.Cgroup, c.comm), c.sig); err != nil {
@@ -284,7 +289,7 @@ func TestResetStandbyBroken(t *testing.T) {
 
 func TestSweepStandbyOfDeadEngine(t *testing.T) {
 	w := needWorld(t)
-	eng := standbyEngine(t, false)
+	eng := standbyEngine(t, nil)
 	s := newSessionOf(t, eng, Request{})
 	sb := upStandby(t, eng, s.ID)
 	// The engine's end of the sync socket is all that ties a standby to
@@ -340,4 +345,158 @@ func cpuWeight(t *testing.T, c CgroupPlan) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// standbyEvents is what an engine's standbys did (Engine.onStandby), by
+// session id, and the most standbys it saw starting at once.
+type standbyEvents struct {
+	mu          sync.Mutex
+	events      map[string][]string
+	maxStarting int
+}
+
+// watchStandbys records what eng's standbys do from now on; set before
+// eng starts any.
+func watchStandbys(eng *Engine) *standbyEvents {
+	ev := &standbyEvents{events: map[string][]string{}}
+	eng.onStandby = func(id, what string, starting int) {
+		ev.mu.Lock()
+		defer ev.mu.Unlock()
+		ev.events[id] = append(ev.events[id], what)
+		ev.maxStarting = max(ev.maxStarting, starting)
+	}
+	return ev
+}
+
+// count is how many times session id's standbys did what.
+func (ev *standbyEvents) count(id, what string) int {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	n := 0
+	for _, x := range ev.events[id] {
+		if x == what {
+			n++
+		}
+	}
+	return n
+}
+
+// standbySlotsFree says that no standby of eng starts, or holds a slot to.
+func standbySlotsFree(eng *Engine) bool {
+	eng.mu.Lock()
+	defer eng.mu.Unlock()
+	return eng.standbysStarting == 0 && len(eng.standbySlots) == 0
+}
+
+// resetOf resets s through eng.
+func resetOf(t *testing.T, eng *Engine, s *Session) *Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	r, err := eng.Reset(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// More standbys asked for than may start at once queue: all come up, never
+// more than standbyStarts starting at a time, and a Close while some
+// queue leaves none of them.
+func TestStandbyStartsBounded(t *testing.T) {
+	w := needWorld(t)
+	eng := standbyEngine(t, nil)
+	ev := watchStandbys(eng)
+	var ss []*Session
+	for range standbyStarts + 2 {
+		ss = append(ss, newSessionOf(t, eng, Request{}))
+	}
+	for _, s := range ss {
+		upStandby(t, eng, s.ID)
+	}
+	ev.mu.Lock()
+	most := ev.maxStarting
+	ev.mu.Unlock()
+	if most < 1 || most > standbyStarts {
+		t.Errorf("%d standbys started at once, want 1 to %d", most, standbyStarts)
+	}
+	// Warm resets of all queue the next standbys at once; the engine
+	// closes while they start or wait to.
+	for i, s := range ss {
+		if ss[i] = resetOf(t, eng, s); !ss[i].Standby {
+			t.Errorf("reset %s cold, want it to take its standby", s.ID)
+		}
+	}
+	eng.mu.Lock()
+	t.Logf("at Close: %d standbys starting, %d waiting to start or being made", eng.standbysStarting, len(eng.starting))
+	eng.mu.Unlock()
+	eng.Close()
+	eng.mu.Lock()
+	if len(eng.starting) > 0 || len(eng.standbys) > 0 {
+		t.Errorf("after Close: standbys %v still to start, %v kept", eng.starting, eng.standbys)
+	}
+	eng.mu.Unlock()
+	for _, s := range ss {
+		c := StandbyCgroup(s.Plan)
+		if pids, err := cgroupProcs(c.dir("pids")); err == nil && len(pids) > 0 {
+			t.Errorf("after Close: processes %v in the standby cgroup of %s", pids, s.ID)
+		}
+	}
+	waitFor(t, func() bool { return standbySlotsFree(eng) })
+	for _, s := range ss {
+		removeClean(t, w, s, w.eng)
+	}
+}
+
+// A standby that fails as it starts frees its slot and is started again,
+// standbyRetries times at most; then none starts until the next reset,
+// which goes cold and starts one again.
+func TestStandbyRetried(t *testing.T) {
+	w := needWorld(t)
+	dir := t.TempDir()
+	copyExe := func(from, to string) {
+		b, err := os.ReadFile(from)
+		if err == nil {
+			err = os.WriteFile(to, b, 0o755)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The session's guestd is bound from guestd at each start: a file
+	// renamed over it is what the next start binds, while the running
+	// desktop's guestd runs on.
+	guestd, good, broken := filepath.Join(dir, "guestd"), filepath.Join(dir, "good"), filepath.Join(dir, "broken")
+	copyExe(w.guestd, guestd)
+	copyExe(w.guestd, good)
+	copyExe("/bin/false", broken) // guestd, essential, exits at once
+	eng := standbyEngine(t, func(c *Config) { c.Guestd = guestd })
+	ev := watchStandbys(eng)
+	s := newSessionOf(t, eng, Request{})
+	upStandby(t, eng, s.ID)
+	if err := os.Rename(broken, guestd); err != nil {
+		t.Fatal(err)
+	}
+	if r := resetOf(t, eng, s); !r.Standby {
+		t.Fatalf("reset %+v cold, want it to take its standby", r)
+	}
+	waitFor(t, func() bool { return ev.count(s.ID, "given up") > 0 })
+	if n, f := ev.count(s.ID, "starting"), ev.count(s.ID, "failed"); n != 2+standbyRetries || f != 1+standbyRetries {
+		t.Errorf("%d standbys started, %d failed: want 1 up and %d failed", n, f, 1+standbyRetries)
+	}
+	if !standbySlotsFree(eng) {
+		t.Error("a standby slot is still held once the standbys failed")
+	}
+	if err := os.Rename(good, guestd); err != nil {
+		t.Fatal(err)
+	}
+	r := resetOf(t, eng, s)
+	if r.Standby {
+		t.Errorf("reset %+v took a standby, want none after they failed", r)
+	}
+	upStandby(t, eng, s.ID)
+	if n := ev.count(s.ID, "given up"); n != 1 {
+		t.Errorf("given up %d times, want once", n)
+	}
+	removeClean(t, w, r, eng)
 }

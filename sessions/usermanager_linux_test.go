@@ -216,7 +216,7 @@ func userManagerUp(t *testing.T, s *Session) {
 func TestUserManagerStandby(t *testing.T) {
 	testimage.NeedImages(t, gnomeImage)
 	w := needWorld(t)
-	eng := standbyEngine(t, false)
+	eng := standbyEngine(t, nil)
 	s := newSessionOf(t, eng, Request{Image: gnomeImage})
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()

@@ -83,6 +83,9 @@ func (e *Engine) hold(p *Plan, addr, ids *os.File) {
 // handing over to the next) closes them.
 func (e *Engine) Close() {
 	e.mu.Lock()
+	if !e.closed {
+		close(e.closing)
+	}
 	e.closed = true
 	spares := e.spares
 	e.spares = nil
