@@ -47,10 +47,7 @@ func report(b *testing.B, name string, d []time.Duration) {
 // sessionPSS sums the Pss of every process in the session's cgroup and
 // the cgroups under it (the user manager's, on v2), by command name.
 func sessionPSS(s *Session) (total int, byName map[string]int, err error) {
-	dir := s.Plan.Cgroup.Dirs["pids"]
-	if s.Plan.Cgroup.Version == 2 {
-		dir = s.Plan.Cgroup.Dirs[""]
-	}
+	dir := s.Plan.Cgroup.dir("pids")
 	pids := treeProcs(dir)
 	if len(pids) == 0 {
 		return 0, nil, fmt.Errorf("no process in the session's cgroup %s", dir)

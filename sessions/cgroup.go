@@ -64,12 +64,7 @@ func (p CgroupPlan) dir(controller string) string {
 // unified is the session's directory in the cgroup2 hierarchy: its only
 // one on v2, the hybrid "unified" one on v1 (no controller enabled down
 // to the session's), or "" when the host mounts none.
-func (p CgroupPlan) unified() string {
-	if p.Version == 2 {
-		return p.Dirs[""]
-	}
-	return p.Dirs["unified"]
-}
+func (p CgroupPlan) unified() string { return p.dir("unified") }
 
 // parseProcCgroup reads /proc/<pid>/cgroup into hierarchy -> path, where a
 // v1 hierarchy is keyed by each of its controllers and v2 by "".

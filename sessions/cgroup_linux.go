@@ -38,7 +38,9 @@ func discoverCgroups(prefix string, mounts []mountInfo) (cgroupLayout, error) {
 }
 
 // setupCgroup creates the session's cgroup directories and writes its
-// limits; it is idempotent (a reset reuses them).
+// limits, then makes its delegated cgroups (CgroupPlan.Delegated), which
+// must not exist: Engine.setupCgroup clears them first. All else is
+// idempotent (a reset reuses the directories).
 func setupCgroup(layout cgroupLayout, p CgroupPlan) error {
 	if p.Version == 2 {
 		base := layout.Bases[""]
@@ -58,7 +60,7 @@ func setupCgroup(layout cgroupLayout, p CgroupPlan) error {
 		}
 		return delegate(p)
 	}
-	for h, dir := range p.Dirs {
+	for h, dir := range p.Dirs { // v1
 		ctrls := strings.Split(h, ",")
 		for _, d := range []string{filepath.Dir(dir), dir} {
 			if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
@@ -234,6 +236,8 @@ const cgroupPollInterval = 2 * time.Millisecond
 // subtree with cgroup.kill, which nothing forking escapes, and waits on
 // its cgroup.events; in a v1 hierarchy it kills by pid and polls.
 func removeCgroupDir(ctx context.Context, dir string) error {
+	_, err := os.Stat(filepath.Join(dir, "cgroup.events"))
+	unified := err == nil // else v1, or dir already gone
 	for {
 		err := rmdirTree(dir)
 		if err == nil {
@@ -242,12 +246,14 @@ func removeCgroupDir(ctx context.Context, dir string) error {
 		if !errors.Is(err, unix.EBUSY) {
 			return fmt.Errorf("remove cgroup %s: %w", dir, err)
 		}
-		waited, err := killCgroup(ctx, dir)
-		if err != nil {
-			return fmt.Errorf("remove cgroup %s: %w", dir, err)
-		}
-		if waited {
-			continue
+		if unified {
+			waited, err := killCgroup(ctx, dir)
+			if err != nil {
+				return fmt.Errorf("remove cgroup %s: %w", dir, err)
+			}
+			if waited {
+				continue
+			}
 		}
 		procs := treeProcs(dir)
 		for _, pid := range procs {
@@ -378,9 +384,10 @@ func clearDelegated(ctx context.Context, p CgroupPlan) error {
 }
 
 // Bounds on the cgroups a desktop may make under its delegated ones (each
-// costs kernel memory, and removal walks them): the user manager makes
-// about 15, a slice per kind and one per unit, and the VM's deepest, an
-// application's scope, lies 5 below the desktop's root. They are written
+// costs kernel memory, and removal walks them): a fresh GNOME desktop has
+// 8, a slice per kind and one per unit, the deepest 5 below its root
+// (`find /sys/fs/cgroup -mindepth 1 -type d` in an osworld-gnome desktop
+// 5 s after ready, 2026-12-02), as deep as the VM's application scopes. They are written
 // in the session's directory, the host root's: the desktop cannot raise
 // them.
 const (

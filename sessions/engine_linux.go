@@ -41,19 +41,17 @@ type Engine struct {
 	// session id, the desktop a warm reset left dying, closed once it is
 	// gone: the next standby, which takes its names, waits for it.
 	// standbySlots holds a value for each standby that starts or is
-	// about to (standbyStarts at most), standbysStarting counts those
-	// spawned and not yet up or failed, and onStandby, if set (tests), is
+	// about to (standbyStarts at most), and onStandby, if set (tests), is
 	// told of each change of a standby's (standbyChangedLocked). closing
 	// is closed by Close, for what waits to start.
-	standbys         map[string]*standby
-	starting         map[string]chan struct{}
-	dying            map[string]<-chan struct{}
-	launching        sync.WaitGroup
-	closed           bool
-	closing          chan struct{}
-	standbySlots     chan struct{}
-	standbysStarting int
-	onStandby        func(id, what string, starting int)
+	standbys     map[string]*standby
+	starting     map[string]chan struct{}
+	dying        map[string]<-chan struct{}
+	launching    sync.WaitGroup
+	closed       bool
+	closing      chan struct{}
+	standbySlots chan struct{}
+	onStandby    func(id, what string)
 	// spares are the spare desktops this process keeps (spare_linux.go),
 	// oldest first, up or starting; endedSpares those taken off them for
 	// the filler to remove; filling says the filler runs (counted in
@@ -178,11 +176,7 @@ func planWith(cfg Config, facts hostFacts, store *images.Store, req Request, id 
 
 // openImage finds the image a request names.
 func openImage(cfg Config, store *images.Store, req Request) (*images.Image, error) {
-	name := req.Image
-	if name == "" {
-		name = cfg.Image
-	}
-	im, err := store.Get(name)
+	im, err := store.Get(req.image(cfg))
 	if errors.Is(err, images.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %w", err, ErrNoImage)
 	}
@@ -402,28 +396,24 @@ func (e *Engine) recordOf(id string) (*record, error) {
 }
 
 // lockSession takes the lock of session id for Remove, Reset and the
-// calls of a ready session: ErrNotFound, without waiting, for a spare's
-// id (whose lock its engine holds for as long as it is one), and for one
-// that turned out a spare's once the lock was taken.
-func (e *Engine) lockSession(ctx context.Context, id string) (*fileLock, error) {
-	notSpare := func() error {
-		if rec, err := e.readRecord(id); err == nil && rec.Spare {
-			return fmt.Errorf("session %s: %w", id, ErrNotFound)
-		}
-		return nil
+// calls of a ready session, and returns the record read under it (or
+// readErr, the error of that read, with the lock still held):
+// ErrNotFound, without waiting, for a spare's id (whose lock its engine
+// holds for as long as it is one), and for one that turned out a spare's
+// once the lock was taken.
+func (e *Engine) lockSession(ctx context.Context, id string) (lk *fileLock, rec *record, readErr error, err error) {
+	if r, err := e.readRecord(id); err == nil && r.Spare {
+		return nil, nil, nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}
-	if err := notSpare(); err != nil {
-		return nil, err
+	if lk, err = lock(ctx, filepath.Join(e.sessionDir(id), "lock")); err != nil {
+		return nil, nil, nil, err
 	}
-	lk, err := lock(ctx, filepath.Join(e.sessionDir(id), "lock"))
-	if err != nil {
-		return nil, err
-	}
-	if err := notSpare(); err != nil {
+	rec, readErr = e.readRecord(id)
+	if readErr == nil && rec.Spare {
 		lk.unlock()
-		return nil, err
+		return nil, nil, nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}
-	return lk, nil
+	return lk, rec, readErr, nil
 }
 
 // refresh marks a session failed when its init is gone.
@@ -481,12 +471,11 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return e.drop(id) // removed by another process: this one's claims go too
 	}
-	lk, err := e.lockSession(ctx, id)
-	if err != nil {
-		return err
+	lk, rec, err, lerr := e.lockSession(ctx, id)
+	if lerr != nil {
+		return lerr
 	}
 	defer lk.unlock()
-	rec, err := e.readRecord(id)
 	if err != nil {
 		if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
 			return e.drop(id) // removed while we waited for the lock
@@ -520,10 +509,14 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 // removes them later.
 func (e *Engine) cgroupLock() string { return filepath.Join(e.dir, "cgroup.lock") }
 
-// setupCgroup runs setupCgroup holding the prefix's cgroup lock shared
-// (cgroupLock), so that no removeBases removes the prefix's directories
-// under it.
+// setupCgroup clears what the last desktop of p's names made under its
+// delegated cgroup (clearDelegated), then runs setupCgroup holding the
+// prefix's cgroup lock shared (cgroupLock), so that no removeBases removes
+// the prefix's directories under it.
 func (e *Engine) setupCgroup(ctx context.Context, p CgroupPlan) error {
+	if err := clearDelegated(ctx, p); err != nil {
+		return err
+	}
 	lk, err := lockShared(ctx, e.cgroupLock())
 	if err != nil {
 		return err
@@ -553,11 +546,10 @@ func (e *Engine) ready(ctx context.Context, id string) (*record, *fileLock, erro
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}
-	lk, err := e.lockSession(ctx, id)
-	if err != nil {
-		return nil, nil, err
+	lk, rec, err, lerr := e.lockSession(ctx, id)
+	if lerr != nil {
+		return nil, nil, lerr
 	}
-	rec, err := e.readRecord(id)
 	if err != nil {
 		lk.unlock()
 		if errors.Is(err, os.ErrNotExist) {

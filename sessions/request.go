@@ -15,14 +15,21 @@ func (r Request) withDefaults(cfg Config) Request {
 	if r.GuestPort == 0 {
 		r.GuestPort = DefaultGuestPort
 	}
-	if r.Image == "" {
-		r.Image = cfg.Image
-	}
+	r.Image = r.image(cfg)
 	r.Limits = r.Limits.or(cfg.Limits)
 	if len(r.Binds) == 0 {
 		r.Binds = nil
 	}
 	return r
+}
+
+// image is the name of the image r asks for: the engine's default when
+// it names none.
+func (r Request) image(cfg Config) string {
+	if r.Image == "" {
+		return cfg.Image
+	}
+	return r.Image
 }
 
 // sameDesktop reports whether requests a and b ask an engine of cfg for

@@ -29,12 +29,11 @@ func (e *Engine) Reset(ctx context.Context, id string) (*Session, error) {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}
-	lk, err := e.lockSession(ctx, id)
-	if err != nil {
-		return nil, err
+	lk, rec, err, lerr := e.lockSession(ctx, id)
+	if lerr != nil {
+		return nil, lerr
 	}
 	defer lk.unlock()
-	rec, err := e.readRecord(id)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}

@@ -163,7 +163,7 @@ func (e *Engine) filler() {
 		id := sp.rec.Session.ID
 		e.waitUp(id, sp.standby, began)
 		e.mu.Lock()
-		listed := e.unlistLocked(sp, sp.err != nil)
+		listed := sp.err != nil && e.unlistLocked(sp)
 		e.sparesChangedLocked()
 		e.mu.Unlock()
 		if sp.err != nil {
@@ -213,7 +213,7 @@ func (e *Engine) watchSpare(sp *spare) {
 	err := fmt.Errorf("init exited while it waited: %w%s", ErrInit, e.logTail(id))
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.unlistLocked(sp, true) {
+	if !e.unlistLocked(sp) {
 		return // taken meanwhile: the taker saw it dead
 	}
 	e.endedSpares = append(e.endedSpares, spareEnd{sp, err})
@@ -222,19 +222,17 @@ func (e *Engine) watchSpare(sp *spare) {
 	}
 }
 
-// unlistLocked takes sp off the engine's spares if remove, or only
-// checks it is on them; false when it is not (taken, or taken by Close).
+// unlistLocked takes sp off the engine's spares; false when it is not on
+// them (taken, or taken by Close).
 // Whoever takes a spare off removes it or makes it a session.
-func (e *Engine) unlistLocked(sp *spare, remove bool) bool {
+func (e *Engine) unlistLocked(sp *spare) bool {
 	i := slices.Index(e.spares, sp)
 	if i < 0 {
 		return false
 	}
-	if remove {
-		e.spares = slices.Delete(e.spares, i, i+1)
-		close(sp.gone)
-		e.sparesChangedLocked()
-	}
+	e.spares = slices.Delete(e.spares, i, i+1)
+	close(sp.gone)
+	e.sparesChangedLocked()
 	return true
 }
 
@@ -282,6 +280,12 @@ func (e *Engine) takeSpare(req Request) *spare {
 	if e.cfg.Spares == 0 || !sameDesktop(e.cfg, req, Request{}) {
 		return nil
 	}
+	e.mu.Lock()
+	none := len(e.spares) == 0 // an ended one is the filler's already
+	e.mu.Unlock()
+	if none {
+		return nil
+	}
 	def, asked, ok := e.spareImage(req)
 	if !ok {
 		return nil // the cold path says why
@@ -292,10 +296,10 @@ func (e *Engine) takeSpare(req Request) *spare {
 	for _, sp := range slices.Clone(e.spares) {
 		switch {
 		case sp.plan.Root.Image != def:
-			e.unlistLocked(sp, true)
+			e.unlistLocked(sp)
 			e.endedSpares = append(e.endedSpares, spareEnd{sp: sp})
 		case got == nil && asked == def && sp.isUp():
-			e.unlistLocked(sp, true)
+			e.unlistLocked(sp)
 			got = sp
 		}
 	}
@@ -315,6 +319,9 @@ func (e *Engine) spareImage(req Request) (def, asked string, ok bool) {
 	d, err := openImage(e.cfg, store, Request{})
 	if err != nil {
 		return "", "", false
+	}
+	if req.image(e.cfg) == e.cfg.Image {
+		return d.Dir(), d.Dir(), true
 	}
 	a, err := openImage(e.cfg, store, req)
 	if err != nil {
@@ -377,6 +384,12 @@ func (e *Engine) createFromSpare(ctx context.Context, sp *spare, req Request) (*
 // spareRetries starts per such create.
 func (e *Engine) spareWorks(req Request) {
 	if e.cfg.Spares == 0 || !sameDesktop(e.cfg, req, Request{}) {
+		return
+	}
+	e.mu.Lock()
+	stopped := e.sparesOff != nil
+	e.mu.Unlock()
+	if !stopped {
 		return
 	}
 	if def, asked, ok := e.spareImage(req); !ok || asked != def {

@@ -420,7 +420,7 @@ func TestSpareOfDeadEngine(t *testing.T) {
 			// copies of the claims. The engine forgets the spare, so
 			// that its Close leaves it alone.
 			eng.mu.Lock()
-			eng.unlistLocked(sp, true)
+			eng.unlistLocked(sp)
 			eng.mu.Unlock()
 			swept := false
 			t.Cleanup(func() { // if the test fails before the sweep

@@ -44,8 +44,8 @@ type standby struct {
 // yet up or failed); the others wait as senders on a channel, woken in
 // the order they came (what Go's runtime does, not what its spec
 // promises). A start is mostly CPU (X, the session bus, openbox, guestd's
-// first screenshot) at the least CPU weight, so on this project's 2-core
-// hosts two at once keep busy the CPU that creates and resets leave. A
+// first screenshot) at the least CPU weight; two is a choice for this
+// project's 2-core hosts, not measured against one or three. A
 // fixed number rather than one per core: it keeps a daemon that adopts a
 // hundred desktops, or a burst of creates, from starting dozens of stacks
 // at once on a big host too (each start's memory and I/O count as well as
@@ -169,11 +169,10 @@ func (e *Engine) standbyFailedLocked(id string, attempt int, err error) {
 }
 
 // standbyChangedLocked, with e.mu held, tells the engine's onStandby hook
-// (tests) what happened to session id's standby, with how many standbys
-// start now.
+// (tests) what happened to session id's standby.
 func (e *Engine) standbyChangedLocked(id, what string) {
 	if e.onStandby != nil {
-		e.onStandby(id, what, e.standbysStarting)
+		e.onStandby(id, what)
 	}
 }
 
@@ -231,7 +230,6 @@ func (e *Engine) startStandby(id string, attempt int) (*standby, error) {
 	}
 	e.mu.Lock()
 	e.standbys[id] = sb
-	e.standbysStarting++
 	e.standbyChangedLocked(id, "starting")
 	e.mu.Unlock()
 	go e.watchStandby(id, sb, began, attempt)
@@ -287,7 +285,6 @@ func (e *Engine) watchStandby(id string, sb *standby, began time.Time, attempt i
 		what = "failed"
 	}
 	e.mu.Lock()
-	e.standbysStarting--
 	e.standbyChangedLocked(id, what)
 	e.mu.Unlock()
 	<-e.standbySlots

@@ -94,9 +94,6 @@ func (e *Engine) start(ctx context.Context, rec *record, clear func() error) err
 // session's cgroups with their limits (and none of what the last desktop
 // made under its delegated one), an empty upper layer when it is on disk.
 func (e *Engine) prepare(ctx context.Context, p *Plan) error {
-	if err := clearDelegated(ctx, p.Cgroup); err != nil {
-		return err
-	}
 	if err := e.setupCgroup(ctx, p.Cgroup); err != nil {
 		return err
 	}
