@@ -34,16 +34,13 @@ func elementCentre(tree string, c ElementClick) (int, int, error) {
 	scopes, where := []*a11yNode{root}, "the accessibility tree"
 	if c.App != "" {
 		where = fmt.Sprintf("application %q", c.App)
-		if scopes = root.find("application", c.App, nil); len(scopes) == 0 {
+		if scopes = root.findSelf("application", c.App, nil); len(scopes) == 0 {
 			return 0, 0, fmt.Errorf("no %s in the accessibility tree", where)
 		}
 	}
 	var found []*a11yNode
 	for _, s := range scopes {
-		if s.tag == c.Role && s.name == c.Name {
-			found = append(found, s)
-		}
-		found = s.find(c.Role, c.Name, found)
+		found = s.findSelf(c.Role, c.Name, found)
 	}
 	if len(found) == 0 {
 		return 0, 0, fmt.Errorf("no %s named %q in %s", c.Role, c.Name, where)

@@ -783,12 +783,17 @@ func parseA11y(doc string) (*a11yNode, error) {
 // with tag and name.
 func (n *a11yNode) find(tag, name string, out []*a11yNode) []*a11yNode {
 	for _, c := range n.children {
-		if c.tag == tag && c.name == name {
-			out = append(out, c)
-		}
-		out = c.find(tag, name, out)
+		out = c.findSelf(tag, name, out)
 	}
 	return out
+}
+
+// findSelf is find with n itself first.
+func (n *a11yNode) findSelf(tag, name string, out []*a11yNode) []*a11yNode {
+	if n.tag == tag && n.name == name {
+		out = append(out, n)
+	}
+	return n.find(tag, name, out)
 }
 
 // chromeAppNames are the AT-SPI application names of the browser. OSWorld's
@@ -811,11 +816,7 @@ func getActiveURLFromAccessTree(ctx context.Context, e *Env, cfg Getter) (any, e
 	}
 	var entries []*a11yNode
 	for _, app := range chromeAppNames {
-		apps := root.find("application", app, nil)
-		if root.tag == "application" && root.name == app {
-			apps = append([]*a11yNode{root}, apps...)
-		}
-		for _, a := range apps {
+		for _, a := range root.findSelf("application", app, nil) {
 			entries = a.find("entry", "Address and search bar", entries)
 		}
 	}

@@ -20,6 +20,7 @@
 # each metric over drums' own getters' values.
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -83,15 +84,16 @@ def click_code(tree, click):
     raise ValueError("%s %s: none of %d in %s is on the screen, the first %s" % (role, json.dumps(name), len(found), where, first))
 
 
+# COORD_PAIR reads cp:screencoord and cp:size, "(x, y)".
+COORD_PAIR = re.compile(r"\((-?\d+), (-?\d+)\)")
+
+
 def extents(el):
     """x, y, width and height of el from cp:screencoord and cp:size,
     whichever component URI the tree binds cp to; ValueError when it has
     none, or no size."""
-    import re
-
     cp = {k.rpartition("}")[2]: v for k, v in el.attrib.items() if k.startswith("{") and "component" in k.partition("}")[0]}
-    pair = re.compile(r"\((-?\d+), (-?\d+)\)")
-    pos, size = pair.match(cp.get("screencoord", "")), pair.match(cp.get("size", ""))
+    pos, size = COORD_PAIR.match(cp.get("screencoord", "")), COORD_PAIR.match(cp.get("size", ""))
     if not pos:
         raise ValueError("has no screen position (cp:screencoord %s)" % json.dumps(cp.get("screencoord", "")))
     if not size:
