@@ -45,8 +45,9 @@ build:                ## bin/drums, bin/drums-init (what each desktop's init run
 
 # The images desktops and the tests run from. A first build takes a few
 # minutes (mmdebstrap from Debian's archive; osworld-gnome, the GNOME
-# profile, 4-9 minutes with /var/cache/drums/apt warm and about 30 with it
-# empty, a cost CI pays once per cache); then each is reused at once.
+# profile, 4-8 minutes with /var/cache/drums/apt warm and 27 with it empty,
+# as its builds of 2026-12-02 took at load 6 and 12-16, a cost CI pays once
+# per cache); then each is reused at once.
 images: build         ## the core, osworld and osworld-gnome images (drums image build; osworld-gnome 27 min in one cold build under load, 4-8 min with the apt cache warm)
 	$(AS_ROOT) $(BIN)/drums image build core
 	$(AS_ROOT) $(BIN)/drums image build osworld

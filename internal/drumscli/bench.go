@@ -172,7 +172,8 @@ Flags:
 	// Only the sessions part counts a standby's cgroup: the others would
 	// report desktops at half what they hold, and their timings beside
 	// starts they do not name.
-	if r.Standby && (len(r.Parts) != 1 || r.Parts[0] != bench.PartSessions) {
+	sessionsOnly := slices.Equal(r.Parts, []string{bench.PartSessions})
+	if r.Standby && !sessionsOnly {
 		return cfg, fmt.Errorf("--standby measures the sessions part only: run it with --parts %s", bench.PartSessions)
 	}
 	// Spares are of the engine's default image, which the other parts'
@@ -181,7 +182,7 @@ Flags:
 	if r.Spares < 0 {
 		return cfg, fmt.Errorf("--spares %d: must not be negative", r.Spares)
 	}
-	if r.Spares > 0 && (len(r.Parts) != 1 || r.Parts[0] != bench.PartSessions) {
+	if r.Spares > 0 && !sessionsOnly {
 		return cfg, fmt.Errorf("--spares measures the sessions part only: run it with --parts %s", bench.PartSessions)
 	}
 	var err error
