@@ -38,11 +38,7 @@ func startFixedWindow(t testing.TB, d *testutil.Desktop) uint32 {
 		t.Fatal(err)
 	}
 	d.StartApp(t, "/usr/bin/python3", script)
-	win, err := testutil.WaitWindow(testutil.WithTimeout(t), d.X.Display, "drums-fixed")
-	if err != nil {
-		t.Fatalf("window.py: %v", err)
-	}
-	return win
+	return waitAppWindow(t, d, "drums-fixed")
 }
 
 func fixedWindowReady(root *xnode) string {
@@ -196,10 +192,7 @@ func TestFastPathsAgree(t *testing.T) {
 func TestGTK3WidgetFactory(t *testing.T) {
 	d := desktop(t)
 	d.StartApp(t, "gtk3-widget-factory")
-	win, err := testutil.WaitWindow(testutil.WithTimeout(t), d.X.Display, "gtk3-widget-factory")
-	if err != nil {
-		t.Fatal(err)
-	}
+	win := waitAppWindow(t, d, "gtk3-widget-factory")
 	s := newSource(t, d, SourceOptions{})
 	x := waitTree(t, s, appReady("gtk3-widget-factory", 200))
 	app := parseTree(t, x).app("gtk3-widget-factory")
@@ -244,10 +237,7 @@ func TestGTK3WidgetFactory(t *testing.T) {
 func TestGTK4WidgetFactory(t *testing.T) {
 	d := desktop(t)
 	d.StartApp(t, "gtk4-widget-factory")
-	win, err := testutil.WaitWindow(testutil.WithTimeout(t), d.X.Display, "gtk4-widget-factory")
-	if err != nil {
-		t.Fatal(err)
-	}
+	win := waitAppWindow(t, d, "gtk4-widget-factory")
 	s := newSource(t, d, SourceOptions{})
 	x := waitTree(t, s, appReady("gtk4-widget-factory", 500))
 	app := parseTree(t, x).app("gtk4-widget-factory")
@@ -308,11 +298,7 @@ func startChromium(t testing.TB, d *testutil.Desktop) uint32 {
 	d.StartApp(t, "chromium", "--no-sandbox", "--disable-gpu", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--force-renderer-accessibility", "--user-data-dir="+t.TempDir(), "http://"+ln.Addr().String()+"/")
-	win, err := testutil.WaitWindow(testutil.WithTimeout(t), d.X.Display, "chromium")
-	if err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
-	return win
+	return waitAppWindow(t, d, "chromium")
 }
 
 func chromiumReady(root *xnode) string {
@@ -377,11 +363,7 @@ func startTerminal(t testing.TB, d *testutil.Desktop, marker string) uint32 {
 	testutil.Tier1(t, "gnome-terminal", "bash")
 	d.StartApp(t, "gnome-terminal", "--", "bash", "--norc", "--noprofile", "-c",
 		"echo "+marker+"; PS1='prompt$ ' exec bash --norc --noprofile -i")
-	win, err := testutil.WaitWindow(testutil.WithTimeout(t), d.X.Display, "gnome-terminal-server")
-	if err != nil {
-		t.Fatalf("gnome-terminal: %v", err)
-	}
-	return win
+	return waitAppWindow(t, d, "gnome-terminal-server")
 }
 
 // fullDesktop starts every test application on d and waits until all of
@@ -397,9 +379,7 @@ func fullDesktop(t testing.TB, d *testutil.Desktop, s *Source) string {
 	startFixedWindow(t, d)
 	for _, app := range []string{"gtk3-widget-factory", "gtk4-widget-factory"} {
 		d.StartApp(t, app)
-		if _, err := testutil.WaitWindow(testutil.WithTimeout(t), d.X.Display, app); err != nil {
-			t.Fatalf("%s: %v", app, err)
-		}
+		waitAppWindow(t, d, app)
 	}
 	win := startTerminal(t, d, "FULL-DESKTOP")
 	if out, err := testutil.Command(d.Env(), "wmctrl", "-i", "-a", fmt.Sprint(win)).CombinedOutput(); err != nil {
@@ -432,7 +412,7 @@ func TestGnomeTerminal(t *testing.T) {
 	}
 	marker := fmt.Sprintf("MARKER-%08x", rand.Uint32())
 	startTerminal(t, d, marker)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), appTimeout)
 	defer cancel()
 	var text string
 	for {

@@ -61,12 +61,33 @@ func newSource(t testing.TB, d *testutil.Desktop, opts SourceOptions) *Source {
 // not subscribe to, so readiness is polled.
 const pollInterval = 150 * time.Millisecond
 
+// appTimeout bounds a wait for an application: its first window, its
+// tree. Applications start slower than testutil.ReadyTimeout's daemons:
+// in CI, beside the other packages' tests, the first Chromium of this
+// package twice printed nothing and mapped no window for 30 s.
+const appTimeout = 90 * time.Second
+
+// waitAppWindow waits for a window of class on d (testutil.WaitWindow)
+// and returns it; when none comes it lists the desktop's processes, with
+// what each waits on, and fails.
+func waitAppWindow(t testing.TB, d *testutil.Desktop, class string) uint32 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), appTimeout)
+	defer cancel()
+	win, err := testutil.WaitWindow(ctx, d.X.Display, class)
+	if err != nil {
+		ps, psErr := exec.Command("ps", "-eo", "pid,ppid,stat,wchan:32,etime,time,args").CombinedOutput()
+		t.Fatalf("no %s window: %v; processes (%v):\n%s", class, err, psErr, ps)
+	}
+	return win
+}
+
 // waitTree reads s.Tree until ready accepts the parsed tree (it returns
 // what is still missing, "" when nothing) and two successive reads are
 // identical (applications settle after start-up), and returns that XML.
 func waitTree(t testing.TB, s *Source, ready func(root *xnode) string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), appTimeout)
 	defer cancel()
 	// Each read has its own deadline so that the last one can still
 	// report what was wrong.
