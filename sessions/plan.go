@@ -18,18 +18,21 @@ import (
 // (`drums session plan`) and tested without root. The engine applies the
 // host-side parts (cgroups, nftables); init applies the rest.
 type Plan struct {
-	ID        string     `json:"id"`
-	Prefix    string     `json:"prefix"`
-	Slot      int        `json:"slot"`
-	Hostname  string     `json:"hostname"`
-	User      User       `json:"user"`
-	Display   string     `json:"display"`
-	Screen    Screen     `json:"screen"`
-	GuestPort int        `json:"guest_port"`
-	Env       []string   `json:"env"` // every user process's environment
-	Root      RootPlan   `json:"root"`
-	Net       NetPlan    `json:"net"`
-	Cgroup    CgroupPlan `json:"cgroup"`
+	ID        string   `json:"id"`
+	Prefix    string   `json:"prefix"`
+	Slot      int      `json:"slot"`
+	Hostname  string   `json:"hostname"`
+	User      User     `json:"user"`
+	Display   string   `json:"display"`
+	Screen    Screen   `json:"screen"`
+	GuestPort int      `json:"guest_port"`
+	Env       []string `json:"env"` // every user process's environment
+	// RootEnv is added to Env for the processes that run as the
+	// desktop's root.
+	RootEnv []string   `json:"root_env,omitempty"`
+	Root    RootPlan   `json:"root"`
+	Net     NetPlan    `json:"net"`
+	Cgroup  CgroupPlan `json:"cgroup"`
 	// Stack is the desktop, in start order; init starts a process as soon
 	// as the ones it Needs are ready, so independent ones start together.
 	Stack []Proc `json:"stack"`
@@ -214,6 +217,11 @@ type Proc struct {
 	Essential bool `json:"essential"`
 	// Root runs the process as the desktop's root instead of its user.
 	Root bool `json:"root,omitempty"`
+	// Manager runs the process, as the desktop's root, as PID 1 of a PID
+	// namespace of its own, with mount and cgroup namespaces of its own
+	// rooted at Cgroup, and with Env as its whole environment: the
+	// desktop's systemd (addSystemManager, RunSystemManager).
+	Manager bool `json:"manager,omitempty"`
 	// Cgroup, where set, is the cgroup (a path under the desktop's
 	// /sys/fs/cgroup, one of CgroupPlan.Delegated) the process starts in:
 	// init, as host root, moves it there before it runs its program.
@@ -341,7 +349,7 @@ func newPlan(in planInput) (*Plan, error) {
 		p.Root.WorkDir = filepath.Join(sessionDir, "work")
 	}
 	p.Root.Mounts, p.Root.Dirs, p.Root.Devices, p.Root.Links = rootMounts(user, p.IDs, cfg.Guestd, binds)
-	p.Root.ReadOnly = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys"}
+	p.Root.ReadOnly = procReadOnly
 	p.Root.Masks = maskedPaths
 	if im.shell == images.ShellGNOME {
 		// Mutter composites with OpenGL: Xvfb's GLX, on Mesa's llvmpipe.
@@ -349,20 +357,25 @@ func newPlan(in planInput) (*Plan, error) {
 		p.Env = append(p.Env, images.GNOMEEnv...)
 	}
 	p.Stack = stack(p, launcher, im.shell)
-	if im.systemBus {
-		addSystemBus(p)
-	}
-	// The GNOME profile runs the user's systemd manager, as the VM's
-	// user@1000.service; the light one does not (it costs memory in every
-	// desktop, and nothing of openbox's desktop uses it). It needs a
-	// cgroup2 hierarchy to delegate: a host with only v1 ones gets none.
-	if im.shell == images.ShellGNOME && p.Cgroup.unified() != "" {
+	// The GNOME profile runs the image's systemd, as the VM does: the
+	// system manager, which serves the system bus, and the user's manager,
+	// as the VM's user@1000.service. The light one runs neither (they
+	// cost memory in every desktop, and nothing of openbox's desktop uses
+	// them), only the system bus its recipe asks for. Both managers need a
+	// cgroup2 hierarchy to delegate: a host with only v1 ones gets the
+	// system bus alone.
+	switch {
+	case im.shell == images.ShellGNOME && p.Cgroup.unified() != "":
+		addSystemManager(p)
 		addUserManager(p)
+	case im.systemBus:
+		addSystemBus(p)
 	}
 	return p, nil
 }
 
-// userManager is the image's systemd, run with --user.
+// userManager is the image's systemd, run with --user as the user's
+// manager and without as the system manager.
 const userManager = "/lib/systemd/systemd"
 
 // addUserManager gives the desktop the user's systemd manager, as the VM
@@ -396,21 +409,79 @@ func addUserManager(p *Plan) {
 	uid := strconv.Itoa(u.UID)
 	slice := "user.slice/user-" + uid + ".slice"
 	service := slice + "/user@" + uid + ".service"
-	p.Cgroup.Delegated = []Dir{
+	p.Cgroup.Delegated = append(p.Cgroup.Delegated,
 		rootDir(ids, "user.slice", 0o755), rootDir(ids, slice, 0o755),
-		{Path: service, Mode: 0o755, UID: ids.ToHost(u.UID), GID: ids.ToHost(u.GID)},
-	}
+		Dir{Path: service, Mode: 0o755, UID: ids.ToHost(u.UID), GID: ids.ToHost(u.GID)})
 	p.Root.Dirs = append(p.Root.Dirs, rootDir(ids, "/run/systemd/user", 0o755))
 	for _, unit := range userUnitsMasked {
 		p.Root.Links = append(p.Root.Links, Link{Path: "/run/systemd/user/" + unit, Target: "/dev/null"})
 	}
 	p.Stack = append(p.Stack, Proc{Name: "systemd-user", Argv: []string{userManager, "--user"},
-		Needs: []string{"dbus"}, Ready: "notify", ReadyLine: "STATUS=Ready.", Cgroup: "/" + service})
+		Needs: []string{"dbus", "systemd"}, Ready: "notify", ReadyLine: "STATUS=Ready.", Cgroup: "/" + service})
 }
 
 // userUnitsMasked are the image's user units the user manager must not
 // start (addUserManager says why).
 var userUnitsMasked = []string{"dbus.socket", "dbus.service", "tracker-extract-3.service"}
+
+// systemManagerCgroup is the system manager's cgroup, delegated to the
+// desktop's root: the root of the manager's cgroup namespace, where it
+// makes init.scope and system.slice as the VM's systemd does at /.
+const systemManagerCgroup = "systemd"
+
+// systemBusSocket is where the system bus listens.
+const systemBusSocket = "/run/dbus/system_bus_socket"
+
+// addSystemManager gives the desktop the image's systemd as its system
+// manager, in place of drums' system bus (addSystemBus): it serves the
+// system bus from the image's dbus.socket and activates timedated,
+// hostnamed, localed and logind on it as the VM's does, and answers
+// systemctl. It runs as PID 1 of a PID namespace of its own (systemd
+// runs as a system manager only as PID 1), under the desktop's root and
+// seccomp filter, with mount and cgroup namespaces of its own
+// (RunSystemManager): its cgroup namespace is rooted at a cgroup
+// delegated to the desktop's root, beside the user manager's slices, and
+// its mounts are made by init before it runs (it can mount nothing
+// itself). It brings up basic.target, less what masks below keep down.
+// The processes that use the system bus (GNOME Shell) start once its
+// socket accepts; it is ready when it says its startup finished
+// (sd_notify, READY=1). It is essential: `systemctl poweroff` ends the
+// desktop, as it ends the VM.
+//
+// The desktop's other processes are not in its PID namespace, and
+// systemd refuses connections to its private socket from processes it
+// cannot see (their pid reads 0 there): root's systemctl, which uses that
+// socket, would fail with "No data available". images.SystemctlEnv has
+// it go over the system bus, as every other user's does: in the
+// environment of root's processes, and of what sudo runs as root (drums'
+// layer).
+func addSystemManager(p *Plan) {
+	ids := p.IDs
+	p.Cgroup.Delegated = append(p.Cgroup.Delegated, rootDir(ids, systemManagerCgroup, 0o755))
+	for _, d := range []string{"/run/dbus", "/run/systemd", "/run/systemd/system"} {
+		p.Root.Dirs = append(p.Root.Dirs, rootDir(ids, d, 0o755))
+	}
+	for _, unit := range systemUnitsMasked {
+		p.Root.Links = append(p.Root.Links, Link{Path: "/run/systemd/system/" + unit, Target: "/dev/null"})
+	}
+	p.RootEnv = append(p.RootEnv, images.SystemctlEnv)
+	p.Stack = append(p.Stack, Proc{Name: "systemd", Argv: []string{userManager, "--unit=basic.target"},
+		Env: []string{"container=drums"}, Ready: "notify", ReadyLine: "READY=1", Socket: systemBusSocket,
+		Essential: true, Root: true, Manager: true, Cgroup: "/" + systemManagerCgroup})
+	for i := range p.Stack {
+		if p.Stack[i].Name == "gnome-shell" {
+			p.Stack[i].Needs = append(p.Stack[i].Needs, "systemd")
+		}
+	}
+}
+
+// systemUnitsMasked are the image's system units the system manager must
+// not start: the timers (apt, man-db, e2scrub, fstrim: package updates
+// and filesystem work in every desktop, which the host does for itself)
+// and what cannot work in a desktop and would leave the manager
+// "degraded": the tracing filesystem's mount, which a desktop may not
+// make.
+var systemUnitsMasked = []string{"timers.target", "sys-kernel-tracing.mount"}
 
 // addSystemBus gives the desktop its system bus, run by its root: the
 // bus's socket directory, /run/systemd/system (sd_booted(), which
@@ -455,6 +526,9 @@ func userEnv(u User, locale string) []string {
 		"GSK_RENDERER=cairo",
 	}
 }
+
+// procReadOnly are the parts of /proc a desktop reads but may not write.
+var procReadOnly = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys"}
 
 // maskedPaths are runc's and Docker's masked paths, with the page-frame
 // files (/proc/kpage*: which physical pages are in use, a host-wide side

@@ -242,7 +242,7 @@ func TestPlanGNOME(t *testing.T) {
 	for _, s := range p.Stack {
 		names = append(names, s.Name)
 	}
-	if want := []string{"xvfb", "dbus", "gnome-shell", "at-spi", "guestd", "systemd-user"}; !slices.Equal(names, want) {
+	if want := []string{"xvfb", "dbus", "gnome-shell", "at-spi", "guestd", "systemd", "systemd-user"}; !slices.Equal(names, want) {
 		t.Errorf("stack %v, want %v", names, want)
 	}
 	wm := p.Stack[2]
@@ -492,12 +492,16 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
-// The GNOME profile's user manager: in the VM's cgroup, delegated, with
-// the cgroup2 hierarchy's session directory as the desktop's root, on a
-// v1 hybrid host (the "unified" mount) and a v2 one; a host without
-// cgroup2 gets none, and neither does the light profile.
-func TestPlanUserManager(t *testing.T) {
+// The GNOME profile's managers: the system manager, as the desktop's
+// root, PID 1 of its own namespaces, in a delegated cgroup of its own and
+// in place of drums' system bus; the user's, in the VM's cgroup,
+// delegated, with the cgroup2 hierarchy's session directory as the
+// desktop's root; on a v1 hybrid host (the "unified" mount) and a v2 one.
+// A host without cgroup2 gets neither (drums' system bus instead), and
+// neither does the light profile.
+func TestPlanManagers(t *testing.T) {
 	in := testInput(t, Request{}, 1)
+	in.image.systemBus = true
 	light, err := newPlan(in)
 	if err != nil {
 		t.Fatal(err)
@@ -534,24 +538,43 @@ func TestPlanUserManager(t *testing.T) {
 		if got := p.Cgroup.unified(); got != c.unified {
 			t.Errorf("%s: cgroup2 directory %q, want %q", c.name, got, c.unified)
 		}
-		i := slices.IndexFunc(p.Stack, func(p Proc) bool { return p.Name == "systemd-user" })
+		index := func(name string) int { return slices.IndexFunc(p.Stack, func(p Proc) bool { return p.Name == name }) }
+		i, sm, bus := index("systemd-user"), index("systemd"), index("system-bus")
 		if c.unified == "" {
-			if i >= 0 || len(p.Cgroup.Delegated) != 0 {
-				t.Errorf("%s: a user manager without a cgroup2 hierarchy: %+v", c.name, p.Cgroup.Delegated)
+			if i >= 0 || sm >= 0 || len(p.Cgroup.Delegated) != 0 || bus < 0 {
+				t.Errorf("%s: managers without a cgroup2 hierarchy, or no system bus: %+v %v", c.name, p.Cgroup.Delegated, p.Stack)
 			}
 			continue
 		}
-		if i < 0 {
-			t.Fatalf("%s: no user manager in %v", c.name, p.Stack)
+		if i < 0 || sm < 0 || bus >= 0 {
+			t.Fatalf("%s: no user or system manager, or drums' system bus too, in %v", c.name, p.Stack)
 		}
 		um := p.Stack[i]
 		const service = "/user.slice/user-1000.slice/user@1000.service"
 		if um.Argv[0] != userManager || um.Argv[1] != "--user" || um.Ready != "notify" || um.ReadyLine != "STATUS=Ready." ||
-			um.Cgroup != service || um.Essential || um.Root || !slices.Equal(um.Needs, []string{"dbus"}) {
+			um.Cgroup != service || um.Essential || um.Root || um.Manager || !slices.Equal(um.Needs, []string{"dbus", "systemd"}) {
 			t.Errorf("%s: user manager %+v", c.name, um)
+		}
+		m := p.Stack[sm]
+		if m.Argv[0] != userManager || len(m.Argv) != 2 || m.Ready != "notify" || m.ReadyLine != "READY=1" || m.Socket != systemBusSocket ||
+			m.Cgroup != "/"+systemManagerCgroup || !m.Essential || !m.Root || !m.Manager || len(m.Needs) != 0 ||
+			!slices.Equal(m.Env, []string{"container=drums"}) {
+			t.Errorf("%s: system manager %+v", c.name, m)
+		}
+		if wm := p.Stack[index("gnome-shell")]; !slices.Contains(wm.Needs, "systemd") {
+			t.Errorf("%s: gnome-shell does not wait for the system bus: %+v", c.name, wm)
+		}
+		if slices.Contains(p.Env, images.SystemctlEnv) || !slices.Contains(p.RootEnv, images.SystemctlEnv) {
+			t.Errorf("%s: env %v, root's %v: want %s for root only", c.name, p.Env, p.RootEnv, images.SystemctlEnv)
+		}
+		for _, unit := range systemUnitsMasked {
+			if !slices.Contains(p.Root.Links, Link{Path: "/run/systemd/system/" + unit, Target: "/dev/null"}) {
+				t.Errorf("%s: %s is not masked: %v", c.name, unit, p.Root.Links)
+			}
 		}
 		root, user := p.IDs.ToHost(0), p.IDs.ToHost(1000)
 		want := []Dir{
+			{Path: systemManagerCgroup, Mode: 0o755, UID: root, GID: root},
 			{Path: "user.slice", Mode: 0o755, UID: root, GID: root},
 			{Path: "user.slice/user-1000.slice", Mode: 0o755, UID: root, GID: root},
 			{Path: strings.TrimPrefix(service, "/"), Mode: 0o755, UID: user, GID: user},

@@ -49,6 +49,9 @@ type procOpts struct {
 	// /sys/fs/cgroup) init moves the process into before it runs its
 	// program (inCgroup).
 	cgroup string
+	// manager starts the process as the desktop's system manager
+	// (Proc.Manager, spawnManager).
+	manager bool
 }
 
 // spawn starts a process of the desktop, in the desktop's user namespace
@@ -81,6 +84,14 @@ func (in *initProc) spawn(o procOpts) (int, <-chan unix.WaitStatus, error) {
 			f = in.devNull
 		}
 		files = append(files, f.Fd())
+	}
+	if o.manager {
+		pid, done, err := in.spawnManager(o.argv, env, files, o.cgroup)
+		runtime.KeepAlive(o.files)
+		return pid, done, err
+	}
+	if o.root {
+		env = append(slices.Clip(env), in.plan.RootEnv...)
 	}
 	var path string
 	argv := o.argv
@@ -153,10 +164,13 @@ func (in *initProc) startProc(proc Proc, extra ...*os.File) (*stackProc, error) 
 	}
 	files := append([]*os.File{nil, w, w}, extra...)
 	var env []string
-	if len(proc.Env) > 0 {
+	switch {
+	case proc.Manager:
+		env = proc.Env
+	case len(proc.Env) > 0:
 		env = append(slices.Clip(in.plan.Env), proc.Env...)
 	}
-	pid, done, err := in.spawn(procOpts{argv: proc.Argv, root: proc.Root, env: env, files: files, cgroup: proc.Cgroup})
+	pid, done, err := in.spawn(procOpts{argv: proc.Argv, root: proc.Root, env: env, files: files, cgroup: proc.Cgroup, manager: proc.Manager})
 	w.Close()
 	if err != nil {
 		r.Close()

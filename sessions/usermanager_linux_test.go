@@ -80,7 +80,7 @@ func TestUserManager(t *testing.T) {
 
 	// The desktop sees its own subtree, rooted at its root, and nothing of
 	// the host's: not the prefix's directory, not another session's.
-	if out := mustRun(t, s, "", "cat /proc/self/cgroup | grep ^0::; find /sys/fs/cgroup -mindepth 1 -maxdepth 1 -type d -printf '%f\\n'; stat -c %U /sys/fs/cgroup"+userService); out != "0::/\nuser.slice\nuser\n" {
+	if out := mustRun(t, s, "", "cat /proc/self/cgroup | grep ^0::; find /sys/fs/cgroup -mindepth 1 -maxdepth 1 -type d -printf '%f\\n' | sort; stat -c %U /sys/fs/cgroup"+userService); out != "0::/\n"+systemManagerCgroup+"\nuser.slice\nuser\n" {
 		t.Errorf("the desktop's cgroups:\n%s", out)
 	}
 	if out := mustRun(t, s, "", "find /sys/fs/cgroup -name '"+w.prefix+"*'"); out != "" {

@@ -19,9 +19,11 @@ func Main(args []string) int {
 			return sessions.RunInit(args[1:])
 		case sessions.A11yCommand:
 			return sessions.RunA11yReady(args[1:])
+		case sessions.SystemManagerCommand:
+			return sessions.RunSystemManager(args[1:])
 		}
 	}
-	fmt.Fprintf(os.Stderr, "drums-init: the session engine runs this for each desktop (subcommands %s, %s); make one with drums session create\n",
-		sessions.InitCommand, sessions.A11yCommand)
+	fmt.Fprintf(os.Stderr, "drums-init: the session engine runs this for each desktop (subcommands %s, %s, %s); make one with drums session create\n",
+		sessions.InitCommand, sessions.A11yCommand, sessions.SystemManagerCommand)
 	return 2
 }

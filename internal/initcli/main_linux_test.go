@@ -25,6 +25,7 @@ func TestSubcommands(t *testing.T) {
 	}{
 		{[]string{"init", "x"}, 1, "init: not PID 1 of a new PID namespace"},
 		{[]string{"a11y-ready"}, 2, "usage: drums-init a11y-ready BUS"},
+		{[]string{"system-manager"}, 1, "usage: drums-init system-manager HOSTUID"},
 		{nil, 2, "drums-init: the session engine runs this for each desktop"},
 		{[]string{"serve"}, 2, "make one with drums session create"},
 	} {

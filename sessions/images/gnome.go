@@ -153,18 +153,43 @@ function disable() {
 }
 `
 
+// SystemctlEnv has the desktop's root reach its system manager over the
+// system bus, as every other user does, and not over the manager's
+// private socket, which refuses root: root's processes are outside the
+// manager's PID namespace (sessions' addSystemManager). Root's processes
+// that init starts get it from their environment, sudo's from
+// sudoEnvFile. It is root's only: it would send the user's
+// `systemctl --user` to the session bus, where the user manager is not.
+const SystemctlEnv = "SYSTEMCTL_FORCE_BUS=1"
+
+// sudoEnvFile is what sudo adds to the environment of what it runs as root.
+const sudoEnvFile = "etc/drums/sudo-root.env"
+
+// managerDropIn applies to every system service of a GNOME desktop: a
+// desktop's services cannot have user namespaces of their own (the
+// seccomp filter), and systemd fails a unit that asks for one rather than
+// run it without, as it does for the other namespaces.
+const managerDropIn = `# drums: a desktop's services cannot have user namespaces of their own.
+[Service]
+PrivateUsers=no
+`
+
 // writeGNOME writes the session mode and drums' extension, whose
-// Ctrl+Alt+T runs terminal.
+// Ctrl+Alt+T runs terminal, and what the desktop's systemd needs: its
+// drop-in for every service (managerDropIn), and SystemctlEnv for what
+// sudo runs as root.
 func (t tree) writeGNOME(terminal string) error {
 	ext := "usr/share/gnome-shell/extensions/" + drumsExtension
 	for _, f := range []struct{ path, data string }{
 		{"usr/share/gnome-shell/modes/" + GNOMESessionMode + ".json", gnomeMode},
 		{ext + "/metadata.json", drumsMetadata},
 		{ext + "/extension.js", strings.ReplaceAll(drumsExtensionJS, "@TERMINAL@", terminal)},
+		{sudoEnvFile, SystemctlEnv + "\n"},
+		{"etc/systemd/system/service.d/drums.conf", managerDropIn},
 	} {
 		if err := t.writeFile(f.path, []byte(f.data), 0o644, 0, 0); err != nil {
 			return err
 		}
 	}
-	return nil
+	return t.writeFile("etc/sudoers.d/drums-systemctl", []byte("Defaults>root env_file=/"+sudoEnvFile+"\n"), 0o440, 0, 0)
 }
