@@ -374,9 +374,9 @@ func newPlan(in planInput) (*Plan, error) {
 	return p, nil
 }
 
-// userManager is the image's systemd, run with --user as the user's
-// manager and without as the system manager.
-const userManager = "/lib/systemd/systemd"
+// systemdBinary is the image's systemd: the user's manager with --user,
+// the system manager without.
+const systemdBinary = "/lib/systemd/systemd"
 
 // addUserManager gives the desktop the user's systemd manager, as the VM
 // runs it: in the cgroup the VM's systemd gives it,
@@ -413,10 +413,8 @@ func addUserManager(p *Plan) {
 		rootDir(ids, "user.slice", 0o755), rootDir(ids, slice, 0o755),
 		Dir{Path: service, Mode: 0o755, UID: ids.ToHost(u.UID), GID: ids.ToHost(u.GID)})
 	p.Root.Dirs = append(p.Root.Dirs, rootDir(ids, "/run/systemd/user", 0o755))
-	for _, unit := range userUnitsMasked {
-		p.Root.Links = append(p.Root.Links, Link{Path: "/run/systemd/user/" + unit, Target: "/dev/null"})
-	}
-	p.Stack = append(p.Stack, Proc{Name: "systemd-user", Argv: []string{userManager, "--user"},
+	maskUnits(p, "/run/systemd/user", userUnitsMasked)
+	p.Stack = append(p.Stack, Proc{Name: "systemd-user", Argv: []string{systemdBinary, "--user"},
 		Needs: []string{"dbus", "systemd"}, Ready: "notify", ReadyLine: "STATUS=Ready.", Cgroup: "/" + service})
 }
 
@@ -458,20 +456,33 @@ const systemBusSocket = "/run/dbus/system_bus_socket"
 func addSystemManager(p *Plan) {
 	ids := p.IDs
 	p.Cgroup.Delegated = append(p.Cgroup.Delegated, rootDir(ids, systemManagerCgroup, 0o755))
-	for _, d := range []string{"/run/dbus", "/run/systemd", "/run/systemd/system"} {
-		p.Root.Dirs = append(p.Root.Dirs, rootDir(ids, d, 0o755))
-	}
-	for _, unit := range systemUnitsMasked {
-		p.Root.Links = append(p.Root.Links, Link{Path: "/run/systemd/system/" + unit, Target: "/dev/null"})
-	}
+	addSystemBusDirs(p)
+	maskUnits(p, "/run/systemd/system", systemUnitsMasked)
 	p.RootEnv = append(p.RootEnv, images.SystemctlEnv)
-	p.Stack = append(p.Stack, Proc{Name: "systemd", Argv: []string{userManager, "--unit=basic.target"},
+	p.Stack = append(p.Stack, Proc{Name: "systemd", Argv: []string{systemdBinary, "--unit=basic.target"},
 		Env: []string{"container=drums"}, Ready: "notify", ReadyLine: "READY=1", Socket: systemBusSocket,
 		Essential: true, Root: true, Manager: true, Cgroup: "/" + systemManagerCgroup})
 	for i := range p.Stack {
 		if p.Stack[i].Name == "gnome-shell" {
 			p.Stack[i].Needs = append(p.Stack[i].Needs, "systemd")
 		}
+	}
+}
+
+// maskUnits masks systemd units at runtime: links to /dev/null in dir, a
+// runtime unit directory (/run/systemd/system or /run/systemd/user).
+func maskUnits(p *Plan, dir string, units []string) {
+	for _, unit := range units {
+		p.Root.Links = append(p.Root.Links, Link{Path: dir + "/" + unit, Target: "/dev/null"})
+	}
+}
+
+// addSystemBusDirs makes the directories of a system bus, whichever runs
+// it: its socket's, and /run/systemd/system (which says the desktop was
+// booted with systemd: sd_booted()).
+func addSystemBusDirs(p *Plan) {
+	for _, d := range []string{"/run/dbus", "/run/systemd", "/run/systemd/system"} {
+		p.Root.Dirs = append(p.Root.Dirs, rootDir(p.IDs, d, 0o755))
 	}
 }
 
@@ -489,9 +500,7 @@ var systemUnitsMasked = []string{"timers.target", "sys-kernel-tracing.mount"}
 // itself: nothing Needs it, it starts beside Xvfb, and ready waits for
 // its printed address as for every process of the stack.
 func addSystemBus(p *Plan) {
-	for _, d := range []string{"/run/dbus", "/run/systemd", "/run/systemd/system"} {
-		p.Root.Dirs = append(p.Root.Dirs, rootDir(p.IDs, d, 0o755))
-	}
+	addSystemBusDirs(p)
 	p.Stack = append(p.Stack, Proc{Name: "system-bus",
 		Argv:  []string{"dbus-daemon", "--config-file=" + images.SystemBusConf, "--nofork", "--print-address=3"},
 		Ready: "print-address", Root: true})

@@ -551,12 +551,12 @@ func TestPlanManagers(t *testing.T) {
 		}
 		um := p.Stack[i]
 		const service = "/user.slice/user-1000.slice/user@1000.service"
-		if um.Argv[0] != userManager || um.Argv[1] != "--user" || um.Ready != "notify" || um.ReadyLine != "STATUS=Ready." ||
+		if um.Argv[0] != systemdBinary || um.Argv[1] != "--user" || um.Ready != "notify" || um.ReadyLine != "STATUS=Ready." ||
 			um.Cgroup != service || um.Essential || um.Root || um.Manager || !slices.Equal(um.Needs, []string{"dbus", "systemd"}) {
 			t.Errorf("%s: user manager %+v", c.name, um)
 		}
 		m := p.Stack[sm]
-		if m.Argv[0] != userManager || len(m.Argv) != 2 || m.Ready != "notify" || m.ReadyLine != "READY=1" || m.Socket != systemBusSocket ||
+		if m.Argv[0] != systemdBinary || len(m.Argv) != 2 || m.Ready != "notify" || m.ReadyLine != "READY=1" || m.Socket != systemBusSocket ||
 			m.Cgroup != "/"+systemManagerCgroup || !m.Essential || !m.Root || !m.Manager || len(m.Needs) != 0 ||
 			!slices.Equal(m.Env, []string{"container=drums"}) {
 			t.Errorf("%s: system manager %+v", c.name, m)

@@ -42,7 +42,7 @@ func TestSystemManager(t *testing.T) {
 	}
 	// Its own /proc, with the desktop's masks and read-only parts.
 	view := mustRun(t, s, "root", "r=/proc/"+pid+"/root; tr '\\0' ' ' < $r/proc/1/cmdline; echo; stat -c %t:%T $r/proc/keys; awk '$5==\"/proc/sys\"{print substr($6,1,2)}' /proc/"+pid+"/mountinfo | sort -u")
-	if want := userManager + " --unit=basic.target \n1:3\nro\n"; view != want {
+	if want := systemdBinary + " --unit=basic.target \n1:3\nro\n"; view != want {
 		t.Errorf("the system manager's /proc: %q, want %q", view, want)
 	}
 	// Nothing of the desktop enters its mount namespace or mounts there.
