@@ -135,6 +135,7 @@ print(os.path.exists("` + h.hostOnly[0] + `"), os.path.exists("/etc/os-release")
 		// Kernel interfaces.
 		{name: "proc-kpageflags", script: "head -c8 /proc/kpageflags 2>/dev/null | wc -c", refused: func(out string, _ int) bool { return strings.TrimSpace(out) == "0" }},
 		{name: "proc-kcore", script: "head -c8 /proc/kcore 2>/dev/null | wc -c", refused: func(out string, _ int) bool { return strings.TrimSpace(out) == "0" }},
+		{name: "proc-cmdline", script: "cat /proc/cmdline 2>/dev/null", refused: printsNothing},
 		{name: "proc-keys", script: "cat /proc/keys 2>/dev/null", refused: printsNothing},
 		{name: "proc-timer-list", script: "cat /proc/timer_list 2>/dev/null", refused: printsNothing},
 		{name: "proc-sched-debug", script: "cat /proc/sched_debug 2>/dev/null", refused: printsNothing},

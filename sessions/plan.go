@@ -541,10 +541,12 @@ var procReadOnly = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys"}
 
 // maskedPaths are runc's and Docker's masked paths, with the page-frame
 // files (/proc/kpage*: which physical pages are in use, a host-wide side
-// channel) and the sysrq trigger added. Most are also root-only on the host
-// (root in a desktop is not host root); the masks hide them anyway.
+// channel), the sysrq trigger and the host's kernel command line (how the
+// host booted: its console, its hypervisor's options and addresses) added.
+// Most are also root-only on the host (root in a desktop is not host
+// root); the masks hide them anyway.
 var maskedPaths = []string{
-	"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+	"/proc/acpi", "/proc/asound", "/proc/cmdline", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
 	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
 	"/proc/kpageflags", "/proc/kpagecount", "/proc/kpagecgroup", "/proc/sysrq-trigger",
 	"/sys/firmware", "/sys/devices/virtual/powercap", "/sys/kernel/debug", "/sys/kernel/security",

@@ -142,7 +142,7 @@ func TestPlan(t *testing.T) {
 			t.Errorf("%s is not nodev", m.Target)
 		}
 	}
-	for _, mask := range []string{"/proc/kcore", "/proc/keys", "/proc/kpageflags", "/proc/kpagecount", "/proc/kpagecgroup", "/proc/sysrq-trigger", "/sys/firmware"} {
+	for _, mask := range []string{"/proc/cmdline", "/proc/kcore", "/proc/keys", "/proc/kpageflags", "/proc/kpagecount", "/proc/kpagecgroup", "/proc/sysrq-trigger", "/sys/firmware"} {
 		if !slices.Contains(p.Root.Masks, mask) {
 			t.Errorf("%s is not masked: %v", mask, p.Root.Masks)
 		}
