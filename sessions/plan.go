@@ -458,6 +458,8 @@ func addSystemManager(p *Plan) {
 	p.Cgroup.Delegated = append(p.Cgroup.Delegated, rootDir(ids, systemManagerCgroup, 0o755))
 	addSystemBusDirs(p)
 	maskUnits(p, "/run/systemd/system", systemUnitsMasked)
+	p.Root.Dirs = append(p.Root.Dirs, rootDir(ids, "/run/systemd/system-generators", 0o755))
+	maskUnits(p, "/run/systemd/system-generators", systemGeneratorsMasked)
 	p.RootEnv = append(p.RootEnv, images.SystemctlEnv)
 	p.Stack = append(p.Stack, Proc{Name: "systemd", Argv: []string{systemdBinary, "--unit=basic.target"},
 		Env: []string{"container=drums"}, Ready: "notify", ReadyLine: "READY=1", Socket: systemBusSocket,
@@ -469,8 +471,9 @@ func addSystemManager(p *Plan) {
 	}
 }
 
-// maskUnits masks systemd units at runtime: links to /dev/null in dir, a
-// runtime unit directory (/run/systemd/system or /run/systemd/user).
+// maskUnits masks systemd units or generators at runtime: links to
+// /dev/null in dir, a runtime unit directory (/run/systemd/system or
+// /run/systemd/user) or generator directory.
 func maskUnits(p *Plan, dir string, units []string) {
 	for _, unit := range units {
 		p.Root.Links = append(p.Root.Links, Link{Path: dir + "/" + unit, Target: "/dev/null"})
@@ -487,12 +490,41 @@ func addSystemBusDirs(p *Plan) {
 }
 
 // systemUnitsMasked are the image's system units the system manager must
-// not start: the timers (apt, man-db, e2scrub, fstrim: package updates
-// and filesystem work in every desktop, which the host does for itself)
-// and what cannot work in a desktop and would leave the manager
-// "degraded": the tracing filesystem's mount, which a desktop may not
-// make.
-var systemUnitsMasked = []string{"timers.target", "sys-kernel-tracing.mount"}
+// not start:
+//   - the timers (apt, man-db, e2scrub, fstrim: package updates and
+//     filesystem work in every desktop, which the host does for itself);
+//   - what would load kernel modules or make their device nodes
+//     (modprobe@ instances, systemd-modules-load, kmod-static-nodes):
+//     kernel state outside the desktop, refused to it anyway;
+//   - what sets up a machine's own devices and mounts, which in a desktop
+//     are drums' (systemd-tmpfiles-setup-dev, systemd-remount-fs), and
+//     the tracing filesystem's mount, which a desktop may not make and
+//     whose failure would leave the manager "degraded";
+//   - systemd-sysusers, which ran when the image was built and has no
+//     user to add.
+//
+// Those on the way to basic.target also delay the system bus, which GNOME
+// Shell waits for.
+var systemUnitsMasked = []string{
+	"timers.target", "sys-kernel-tracing.mount",
+	"modprobe@.service", "systemd-modules-load.service", "kmod-static-nodes.service",
+	"systemd-tmpfiles-setup-dev.service", "systemd-remount-fs.service", "systemd-sysusers.service",
+}
+
+// systemGeneratorsMasked are systemd 252's system generators, none of
+// which has anything to generate in a desktop: block devices and their
+// encryption (cryptsetup, integritysetup, veritysetup, gpt-auto,
+// hibernate-resume), /etc/fstab (the image's lists nothing), consoles
+// (getty), the kernel command line (debug, run), offline updates
+// (system-update), /etc/rc.local (none) and SysV scripts (the image's
+// have units, or are the host's work: hwclock.sh). The manager runs them
+// all at every start, and starts its units only after.
+var systemGeneratorsMasked = []string{
+	"systemd-cryptsetup-generator", "systemd-debug-generator", "systemd-fstab-generator",
+	"systemd-getty-generator", "systemd-gpt-auto-generator", "systemd-hibernate-resume-generator",
+	"systemd-integritysetup-generator", "systemd-rc-local-generator", "systemd-run-generator",
+	"systemd-system-update-generator", "systemd-sysv-generator", "systemd-veritysetup-generator",
+}
 
 // addSystemBus gives the desktop its system bus, run by its root: the
 // bus's socket directory, /run/systemd/system (sd_booted(), which

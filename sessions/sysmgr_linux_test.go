@@ -34,6 +34,12 @@ func TestSystemManager(t *testing.T) {
 	if out := mustRun(t, s, "", "hostnamectl hostname; timedatectl show -p Timezone --value"); out != images.Hostname+"\n"+images.OSWorldTimeZone+"\n" {
 		t.Errorf("host name and time zone: %q", out)
 	}
+	// The masked units are masked, and no generator ran (or it wrote out
+	// what it generated).
+	units := strings.ReplaceAll(strings.Join(systemUnitsMasked, " "), "@.", "@loop.")
+	if out, _ := run(t, s, "", "systemctl is-enabled "+units+"; find /run/systemd/generator* -mindepth 1 2>/dev/null"); out != strings.Repeat("masked-runtime\n", len(systemUnitsMasked)) {
+		t.Errorf("masked units and generators' output:\n%s", out)
+	}
 
 	pid := strings.TrimSpace(mustRun(t, s, "root", "pgrep -x -u root systemd"))
 	status := mustRun(t, s, "root", "grep -E '^(NSpid|Seccomp):' /proc/"+pid+"/status; grep ^0:: /proc/"+pid+"/cgroup")
