@@ -34,6 +34,11 @@ func TestSystemManager(t *testing.T) {
 	if out := mustRun(t, s, "", "hostnamectl hostname; timedatectl show -p Timezone --value"); out != images.Hostname+"\n"+images.OSWorldTimeZone+"\n" {
 		t.Errorf("host name and time zone: %q", out)
 	}
+	// The manager's boot, which came after the stack's start, left what
+	// the stack made in /tmp: the X server's socket, guestd's.
+	if out, code := run(t, s, "root", "ls -d /tmp/.X11-unix/X0 /tmp/guestd-*/pyautogui.sock"); code != 0 {
+		t.Errorf("the stack's files in /tmp: %s", out)
+	}
 	// The masked units are masked, and no generator ran (or it wrote out
 	// what it generated).
 	units := strings.ReplaceAll(strings.Join(systemUnitsMasked, " "), "@.", "@loop.")

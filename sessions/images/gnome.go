@@ -174,10 +174,22 @@ const managerDropIn = `# drums: a desktop's services cannot have user namespaces
 PrivateUsers=no
 `
 
+// tmpfilesDropIn has the boot's tmpfiles create what they list and remove
+// nothing. The manager starts beside the desktop's stack, not before it,
+// and the image's tmpfiles.d empty /tmp at boot (tmp.conf's D, x11.conf's
+// D!): they removed the X server's socket and guestd's directory once the
+// stack had made them. What a boot clears is a former
+// boot's, and a desktop's /tmp and /run are new at every start.
+const tmpfilesDropIn = `# drums: /tmp and /run are new at every start, and the desktop's own.
+[Service]
+ExecStart=
+ExecStart=systemd-tmpfiles --create --boot --exclude-prefix=/dev
+`
+
 // writeGNOME writes the session mode and drums' extension, whose
 // Ctrl+Alt+T runs terminal, and what the desktop's systemd needs: its
-// drop-in for every service (managerDropIn), and SystemctlEnv for what
-// sudo runs as root.
+// drop-in for every service (managerDropIn) and for the boot's tmpfiles
+// (tmpfilesDropIn), and SystemctlEnv for what sudo runs as root.
 func (t tree) writeGNOME(terminal string) error {
 	ext := "usr/share/gnome-shell/extensions/" + drumsExtension
 	for _, f := range []struct{ path, data string }{
@@ -186,6 +198,7 @@ func (t tree) writeGNOME(terminal string) error {
 		{ext + "/extension.js", strings.ReplaceAll(drumsExtensionJS, "@TERMINAL@", terminal)},
 		{sudoEnvFile, SystemctlEnv + "\n"},
 		{"etc/systemd/system/service.d/drums.conf", managerDropIn},
+		{"etc/systemd/system/systemd-tmpfiles-setup.service.d/drums.conf", tmpfilesDropIn},
 	} {
 		if err := t.writeFile(f.path, []byte(f.data), 0o644, 0, 0); err != nil {
 			return err

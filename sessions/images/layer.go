@@ -11,7 +11,7 @@ import (
 // layerVersion changes whenever drums' layer changes; a store makes the
 // layer of this version beside older ones the first time an image is used,
 // without touching the image.
-const layerVersion = 6
+const layerVersion = 7
 
 // ensureLayer makes drums' layer of this version for im if it is missing:
 // in a temporary directory, renamed into place, so a crash leaves no half
