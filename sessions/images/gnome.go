@@ -178,8 +178,8 @@ PrivateUsers=no
 // nothing. The manager starts beside the desktop's stack, not before it,
 // and the image's tmpfiles.d empty /tmp at boot (tmp.conf's D, x11.conf's
 // D!): they removed the X server's socket and guestd's directory once the
-// stack had made them. What a boot clears is a former
-// boot's, and a desktop's /tmp and /run are new at every start.
+// stack had made them. What a boot clears is a former boot's, and a
+// desktop's /tmp and /run are new at every start.
 const tmpfilesDropIn = `# drums: /tmp and /run are new at every start, and the desktop's own.
 [Service]
 ExecStart=
